@@ -1,0 +1,920 @@
+//! The event stream: droid's wire format.
+//!
+//! One JSON object per line, UTF-8, with `"type"` and `"v": 1` on every line. Stages read lines
+//! with [`EventReader`], act on the types they consume and pass every other line through
+//! untouched (byte for byte, in order) with [`EventWriter::write_raw`]. The full reference, with
+//! every field and a worked example, is `docs/events.md`; `docs/events.schema.json` is generated
+//! from these types by [`json_schema`].
+//!
+//! Every payload struct keeps fields it does not know in `extra`, so a stage that rewrites an
+//! event (droid-hash enriching an observation, say) does not lose what an upstream stage added.
+
+use std::io::{self, BufRead, Write};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ui::UiElement;
+
+/// The wire version written on every line as `"v"`.
+pub const WIRE_VERSION: u64 = 1;
+
+/// Longest line a reader accepts (an observation with its raw XML can be large, but not this).
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Extra fields a producer added that this version does not know; kept and written back.
+pub type Extra = Map<String, Value>;
+
+/// Current time as the stream writes it: RFC 3339, UTC, milliseconds.
+pub fn now_ts() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Limits a run was started with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Limits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_secs: Option<u64>,
+}
+
+/// What is known about the device a run talks to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeviceInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub android_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk: Option<u32>,
+    /// Width and height in pixels, after any `wm size` override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_size: Option<[u32; 2]>,
+}
+
+/// `run_started`: the first line of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStarted {
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// Device serial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_info: Option<DeviceInfo>,
+    /// Package under test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
+    /// `heuristic`, `random`, `gemini`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Session folder of the run (screenshots, logs, artifacts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_dir: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `run_ended`: the last line of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunEnded {
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// `COMPLETED`, `ERROR` or `INTERRUPTED`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_dir: Option<String>,
+    /// Paths of the report files written for the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reports: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Flags a capture sets on what it saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ObservationFlags {
+    /// The screenshot is black or a single colour (FLAG_SECURE, or a blank frame).
+    #[serde(default)]
+    pub secure: bool,
+    /// The only content on screen is progress indicators.
+    #[serde(default)]
+    pub loading: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Screen identity keys, added by droid-hash.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScreenHash {
+    /// sha256 of the normalised hierarchy, 64 hex digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout_hash: Option<String>,
+    /// 64-bit perceptual hash of the screenshot, 16 hex digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phash: Option<String>,
+    /// `activity|phash`: the composite screen key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_key: Option<String>,
+    /// sha256 of the structure only (classes, ids, nesting), 64 hex digits: a second key that
+    /// ignores all text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structure_hash: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `observation`: one snapshot of the device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Observation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Step number within the run; absent when the capturer does not know it (droid-record then
+    /// assigns the next one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// Device serial; absent for observations built from saved files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_info: Option<DeviceInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_size: Option<[u32; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
+    /// The raw hierarchy dump, when carried inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xml: Option<String>,
+    /// Where the raw hierarchy dump was saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xml_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_path: Option<String>,
+    #[serde(default)]
+    pub elements: Vec<UiElement>,
+    /// The pruned text tree with `[ref=N]` markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+    #[serde(default)]
+    pub flags: ObservationFlags,
+    /// Milliseconds spent per part of the capture (`dump`, `screenshot`, `foreground`, `total`).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub timings: Extra,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<ScreenHash>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// What an action does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionType {
+    Click,
+    Input,
+    LongPress,
+    ScrollUp,
+    ScrollDown,
+    SwipeLeft,
+    SwipeRight,
+    Back,
+    Wait,
+    Home,
+    Recents,
+    Tap,
+}
+
+impl ActionType {
+    pub const ALL: [ActionType; 12] = [
+        ActionType::Click,
+        ActionType::Input,
+        ActionType::LongPress,
+        ActionType::ScrollUp,
+        ActionType::ScrollDown,
+        ActionType::SwipeLeft,
+        ActionType::SwipeRight,
+        ActionType::Back,
+        ActionType::Wait,
+        ActionType::Home,
+        ActionType::Recents,
+        ActionType::Tap,
+    ];
+
+    /// The wire name (`long_press`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionType::Click => "click",
+            ActionType::Input => "input",
+            ActionType::LongPress => "long_press",
+            ActionType::ScrollUp => "scroll_up",
+            ActionType::ScrollDown => "scroll_down",
+            ActionType::SwipeLeft => "swipe_left",
+            ActionType::SwipeRight => "swipe_right",
+            ActionType::Back => "back",
+            ActionType::Wait => "wait",
+            ActionType::Home => "home",
+            ActionType::Recents => "recents",
+            ActionType::Tap => "tap",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<ActionType> {
+        ActionType::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for ActionType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A rectangle in device pixels, as LLMs are asked to give it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BoundingBox {
+    pub top_left: [i64; 2],
+    pub bottom_right: [i64; 2],
+}
+
+/// A cell of a grid laid over the screen (the vision fallback when no element fits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GridCell {
+    pub rows: u32,
+    pub cols: u32,
+    /// Zero-based row of the cell.
+    pub row: u32,
+    /// Zero-based column of the cell.
+    pub col: u32,
+}
+
+/// One action of a decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Action {
+    pub action: ActionType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_desc: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_bounding_box: Option<BoundingBox>,
+    /// Text to type (`input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// A `[ref=N]` of the observation's tree; wins over the bounding box.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub ref_id: Option<u32>,
+    /// Raw coordinates for `tap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<[i64; 2]>,
+    /// Grid cell for `tap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<GridCell>,
+    /// Milliseconds for `wait`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Action {
+    /// An action of the given type with nothing else set.
+    pub fn new(action: ActionType) -> Action {
+        Action {
+            action,
+            action_desc: None,
+            target_bounding_box: None,
+            input_text: None,
+            reasoning: None,
+            ref_id: None,
+            point: None,
+            grid: None,
+            duration_ms: None,
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// One request to a model, as kept for `ai_interactions`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AiAttempt {
+    pub latency_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the model behind a decision cost and answered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AiMeta {
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Total wall time over all attempts.
+    #[serde(default)]
+    pub latency_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_in: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_out: Option<u64>,
+    #[serde(default)]
+    pub retries: u32,
+    /// The error of the last attempt when the decision came from a fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AiAttempt>,
+    /// The request body with the image replaced by the screenshot path; never a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+    /// The model's raw text answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `decision`: what to do next, one to twelve actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Decision {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// `heuristic`, `random`, `gemini`, ... or the name of an external program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider: Option<String>,
+    pub actions: Vec<Action>,
+    #[serde(default)]
+    pub signup_completed: bool,
+    /// Task mode: the model says the task is done.
+    #[serde(default)]
+    pub done: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai: Option<AiMeta>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Where the executed tap point came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Snapped to an element of the hierarchy.
+    Xml,
+    /// The model's raw coordinates.
+    Llm,
+    /// Chosen by the heuristic decider from the hierarchy.
+    Heuristic,
+    /// Replayed from a recorded run.
+    Replay,
+}
+
+/// `result`: the outcome of one executed action.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ActionResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// Position of the action in its decision's batch, from 0.
+    pub index: u32,
+    pub action_type: String,
+    /// What was acted on, for people (`Button "Login"`, `(540, 1200)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Widget signature of the element acted on, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_signature: Option<String>,
+    pub success: bool,
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// `invalid_bbox`, `skipped`, `device`, `unsupported_text`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// The foreground activity changed.
+    #[serde(default)]
+    pub navigated_away: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap_point: Option<[i64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_after: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `note`: anything else worth recording, by `kind`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Note {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// `state`, `stuck`, `crash`, `context_loss`, `relaunch`, `artifact`, `warning`,
+    /// `invalid_response`, `error`, ...
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Kind-specific payload (a stack trace, an artifact path, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A known event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    RunStarted(RunStarted),
+    RunEnded(RunEnded),
+    Observation(Box<Observation>),
+    Decision(Decision),
+    Result(ActionResult),
+    Note(Note),
+}
+
+/// The `"type"` names of the known events.
+pub const EVENT_TYPES: [&str; 6] = [
+    "run_started",
+    "run_ended",
+    "observation",
+    "decision",
+    "result",
+    "note",
+];
+
+impl Event {
+    /// The `"type"` of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::RunStarted(_) => "run_started",
+            Event::RunEnded(_) => "run_ended",
+            Event::Observation(_) => "observation",
+            Event::Decision(_) => "decision",
+            Event::Result(_) => "result",
+            Event::Note(_) => "note",
+        }
+    }
+
+    /// The run this event belongs to, when it says.
+    pub fn run_id(&self) -> Option<&str> {
+        match self {
+            Event::RunStarted(e) => Some(&e.run_id),
+            Event::RunEnded(e) => Some(&e.run_id),
+            Event::Observation(e) => e.run_id.as_deref(),
+            Event::Decision(e) => e.run_id.as_deref(),
+            Event::Result(e) => e.run_id.as_deref(),
+            Event::Note(e) => e.run_id.as_deref(),
+        }
+    }
+
+    /// The step this event belongs to, when it says.
+    pub fn step(&self) -> Option<u64> {
+        match self {
+            Event::RunStarted(_) | Event::RunEnded(_) => None,
+            Event::Observation(e) => e.step,
+            Event::Decision(e) => e.step,
+            Event::Result(e) => e.step,
+            Event::Note(e) => e.step,
+        }
+    }
+
+    /// The event as a JSON object with `type` and `v` first.
+    pub fn to_value(&self) -> Value {
+        let body = match self {
+            Event::RunStarted(e) => serde_json::to_value(e),
+            Event::RunEnded(e) => serde_json::to_value(e),
+            Event::Observation(e) => serde_json::to_value(e),
+            Event::Decision(e) => serde_json::to_value(e),
+            Event::Result(e) => serde_json::to_value(e),
+            Event::Note(e) => serde_json::to_value(e),
+        };
+        // Our types serialise to objects with string keys; failure would be a bug in this file.
+        let body = body.expect("event types serialise to JSON");
+        let mut object = Map::new();
+        object.insert("type".into(), Value::from(self.type_name()));
+        object.insert("v".into(), Value::from(WIRE_VERSION));
+        if let Value::Object(fields) = body {
+            for (key, value) in fields {
+                if key != "type" && key != "v" {
+                    object.insert(key, value);
+                }
+            }
+        }
+        Value::Object(object)
+    }
+
+    /// The event as one line of JSON, without the newline.
+    pub fn to_line(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// Decodes one line. `Ok(None)` for a well-formed line of a type this version does not know.
+    pub fn from_line(line: &str) -> Result<Option<Event>, LineError> {
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| LineError::Json(e.to_string()))?;
+        Event::from_value(value)
+    }
+
+    /// Decodes a parsed line; `Ok(None)` for an unknown type.
+    pub fn from_value(value: Value) -> Result<Option<Event>, LineError> {
+        let Value::Object(mut object) = value else {
+            return Err(LineError::NotAnObject);
+        };
+        let kind = match object.remove("type") {
+            Some(Value::String(kind)) => kind,
+            Some(_) => return Err(LineError::TypeNotString),
+            None => return Err(LineError::MissingType),
+        };
+        match object.remove("v") {
+            Some(Value::Number(n)) if n.as_u64() == Some(WIRE_VERSION) => {}
+            Some(other) => return Err(LineError::Version(other.to_string())),
+            None => return Err(LineError::MissingVersion),
+        }
+        let body = Value::Object(object);
+        let event = match kind.as_str() {
+            "run_started" => Event::RunStarted(decode(&kind, body)?),
+            "run_ended" => Event::RunEnded(decode(&kind, body)?),
+            "observation" => Event::Observation(Box::new(decode(&kind, body)?)),
+            "decision" => Event::Decision(decode(&kind, body)?),
+            "result" => Event::Result(decode(&kind, body)?),
+            "note" => Event::Note(decode(&kind, body)?),
+            _ => return Ok(None),
+        };
+        Ok(Some(event))
+    }
+}
+
+fn decode<T: DeserializeOwned>(kind: &str, body: Value) -> Result<T, LineError> {
+    serde_json::from_value(body).map_err(|e| LineError::Fields {
+        kind: kind.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Why one line is not a valid event.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("not a JSON object")]
+    NotAnObject,
+    #[error("no \"type\" field")]
+    MissingType,
+    #[error("\"type\" is not a string")]
+    TypeNotString,
+    #[error("no \"v\" field (expected \"v\": {WIRE_VERSION})")]
+    MissingVersion,
+    #[error("unsupported version \"v\": {0} (this droid speaks {WIRE_VERSION})")]
+    Version(String),
+    #[error("{kind}: {reason}")]
+    Fields { kind: String, reason: String },
+    #[error("line longer than {MAX_LINE_BYTES} bytes")]
+    TooLong,
+    #[error("not UTF-8")]
+    NotUtf8,
+}
+
+/// Reading the stream failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// One line is bad; the reader can go on with the next.
+    #[error("line {line}: {reason}")]
+    Line { line: u64, reason: LineError },
+    /// The input itself failed; nothing more can be read.
+    #[error("reading input: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// One line of the stream, decoded.
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// 1-based line number in the input.
+    pub number: u64,
+    /// The line as it arrived, without its newline.
+    pub raw: String,
+    /// The decoded event; `None` for a type this version does not know.
+    pub event: Option<Event>,
+}
+
+/// Reads event lines one at a time, bounded in length, never panicking.
+///
+/// Blank lines are skipped. A bad line yields [`ReadError::Line`] with its number, and reading
+/// goes on with the next line.
+pub struct EventReader<R> {
+    input: R,
+    line: u64,
+    buf: Vec<u8>,
+}
+
+impl<R: BufRead> EventReader<R> {
+    pub fn new(input: R) -> Self {
+        EventReader {
+            input,
+            line: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Reads one raw line into `buf`; `Ok(false)` at end of input. Over-long lines are consumed
+    /// to their end and reported, without keeping more than the limit in memory.
+    fn read_raw(&mut self) -> Result<Option<Result<(), LineError>>, io::Error> {
+        self.buf.clear();
+        let mut too_long = false;
+        loop {
+            let available = match self.input.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                if self.buf.is_empty() && !too_long {
+                    return Ok(None);
+                }
+                break;
+            }
+            let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(end) => (&available[..end], true),
+                None => (available, false),
+            };
+            if !too_long && self.buf.len() + chunk.len() <= MAX_LINE_BYTES {
+                self.buf.extend_from_slice(chunk);
+            } else {
+                too_long = true;
+                self.buf.clear();
+            }
+            let consumed = chunk.len() + usize::from(done);
+            self.input.consume(consumed);
+            if done {
+                break;
+            }
+        }
+        self.line += 1;
+        if too_long {
+            return Ok(Some(Err(LineError::TooLong)));
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        Ok(Some(Ok(())))
+    }
+}
+
+impl<R: BufRead> Iterator for EventReader<R> {
+    type Item = Result<Line, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let outcome = match self.read_raw() {
+                Ok(None) => return None,
+                Ok(Some(outcome)) => outcome,
+                Err(e) => return Some(Err(ReadError::Io(e))),
+            };
+            let number = self.line;
+            let bad = |reason| {
+                Some(Err(ReadError::Line {
+                    line: number,
+                    reason,
+                }))
+            };
+            if let Err(reason) = outcome {
+                return bad(reason);
+            }
+            let Ok(raw) = std::str::from_utf8(&self.buf) else {
+                return bad(LineError::NotUtf8);
+            };
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let raw = raw.to_string();
+            return match Event::from_line(&raw) {
+                Ok(event) => Some(Ok(Line { number, raw, event })),
+                Err(reason) => bad(reason),
+            };
+        }
+    }
+}
+
+/// Writes event lines, flushing after each so a co-process stage never waits on a buffer.
+pub struct EventWriter<W> {
+    output: W,
+}
+
+impl<W: Write> EventWriter<W> {
+    pub fn new(output: W) -> Self {
+        EventWriter { output }
+    }
+
+    pub fn write(&mut self, event: &Event) -> io::Result<()> {
+        self.write_raw(&event.to_line())
+    }
+
+    /// Writes a line exactly as given (pass-through), adding the newline.
+    pub fn write_raw(&mut self, line: &str) -> io::Result<()> {
+        self.output.write_all(line.as_bytes())?;
+        self.output.write_all(b"\n")?;
+        self.output.flush()
+    }
+
+    /// Writes any JSON value as one line (standalone outputs such as `{"phash": ...}`).
+    pub fn write_value(&mut self, value: &Value) -> io::Result<()> {
+        self.write_raw(&value.to_string())
+    }
+
+    pub fn into_inner(self) -> W {
+        self.output
+    }
+}
+
+/// The JSON Schema of every line type, generated from the types above (`docs/events.schema.json`).
+pub fn json_schema() -> Value {
+    let mut variants = Vec::new();
+    let mut definitions = Map::new();
+    for kind in EVENT_TYPES {
+        let schema = match kind {
+            "run_started" => schemars::schema_for!(RunStarted),
+            "run_ended" => schemars::schema_for!(RunEnded),
+            "observation" => schemars::schema_for!(Observation),
+            "decision" => schemars::schema_for!(Decision),
+            "result" => schemars::schema_for!(ActionResult),
+            _ => schemars::schema_for!(Note),
+        };
+        let mut schema = schema.to_value();
+        if let Some(object) = schema.as_object_mut() {
+            object.remove("$schema");
+            if let Some(Value::Object(defs)) = object.remove("$defs") {
+                definitions.extend(defs);
+            }
+            let properties = object
+                .entry("properties")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(properties) = properties.as_object_mut() {
+                properties.insert("type".into(), serde_json::json!({ "const": kind }));
+                properties.insert("v".into(), serde_json::json!({ "const": WIRE_VERSION }));
+            }
+            let required = object
+                .entry("required")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Some(required) = required.as_array_mut() {
+                required.insert(0, Value::from("v"));
+                required.insert(0, Value::from("type"));
+            }
+        }
+        variants.push(schema);
+    }
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "droid event line",
+        "description": "One line of droid's event stream (wire version 1). Generated from lib/events.rs; do not edit by hand.",
+        "oneOf": variants,
+        "$defs": definitions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(input: &str) -> Vec<Result<Line, String>> {
+        EventReader::new(input.as_bytes())
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn round_trips_every_type_with_type_and_version_first() {
+        let note = Event::Note(Note {
+            run_id: Some("r1".into()),
+            kind: "warning".into(),
+            message: Some("hi".into()),
+            ..Note::default()
+        });
+        let line = note.to_line();
+        assert!(line.starts_with(r#"{"type":"note","v":1,"#), "{line}");
+        assert_eq!(Event::from_line(&line).unwrap(), Some(note));
+    }
+
+    #[test]
+    fn keeps_unknown_fields_of_known_types() {
+        let line = r#"{"type":"note","v":1,"kind":"x","custom":{"a":[1,2]}}"#;
+        let event = Event::from_line(line).unwrap().unwrap();
+        assert_eq!(event.to_line(), line);
+    }
+
+    #[test]
+    fn unknown_types_pass_as_raw_lines() {
+        let input = "{\"type\":\"mine\",\"v\":1,  \"x\":1}\n";
+        let lines = read_all(input);
+        let line = lines[0].as_ref().unwrap();
+        assert!(line.event.is_none());
+        assert_eq!(line.raw, "{\"type\":\"mine\",\"v\":1,  \"x\":1}");
+    }
+
+    #[test]
+    fn bad_lines_name_their_number_and_reading_goes_on() {
+        let input = "{\"type\":\"note\",\"v\":1,\"kind\":\"a\"}\nnot json\n\n{\"type\":\"decision\",\"v\":1}\n{\"type\":\"note\",\"kind\":\"b\"}\n{\"type\":\"note\",\"v\":2,\"kind\":\"b\"}\n[1]\n{\"type\":\"note\",\"v\":1,\"kind\":\"c\"}";
+        let lines = read_all(input);
+        assert_eq!(lines.len(), 7);
+        assert!(lines[0].is_ok());
+        assert!(lines[1]
+            .as_ref()
+            .unwrap_err()
+            .starts_with("line 2: not valid JSON"));
+        let missing = lines[2].as_ref().unwrap_err();
+        assert!(
+            missing.starts_with("line 4: decision: missing field `actions`"),
+            "{missing}"
+        );
+        assert!(lines[3].as_ref().unwrap_err().contains("line 5: no \"v\""));
+        assert!(lines[4]
+            .as_ref()
+            .unwrap_err()
+            .contains("line 6: unsupported version"));
+        assert!(lines[5]
+            .as_ref()
+            .unwrap_err()
+            .contains("line 7: not a JSON object"));
+        assert_eq!(lines[6].as_ref().unwrap().number, 8);
+    }
+
+    #[test]
+    fn wrong_field_types_are_errors_not_drops() {
+        let input =
+            r#"{"type":"result","v":1,"index":"zero","action_type":"click","success":true}"#;
+        let err = read_all(input)[0].as_ref().unwrap_err().clone();
+        assert!(err.starts_with("line 1: result: invalid type"), "{err}");
+    }
+
+    #[test]
+    fn invalid_utf8_and_crlf() {
+        let mut input = b"\xff\xfe\n".to_vec();
+        input.extend_from_slice(b"{\"type\":\"note\",\"v\":1,\"kind\":\"a\"}\r\n");
+        let lines: Vec<_> = EventReader::new(&input[..]).collect();
+        assert!(lines[0]
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8"));
+        assert!(lines[1].as_ref().unwrap().event.is_some());
+    }
+
+    #[test]
+    fn action_names_round_trip() {
+        for action in ActionType::ALL {
+            assert_eq!(ActionType::parse(action.as_str()), Some(action));
+            let json = serde_json::to_value(action).unwrap();
+            assert_eq!(json, Value::from(action.as_str()));
+        }
+        assert_eq!(ActionType::parse("fly"), None);
+    }
+
+    #[test]
+    fn writer_flushes_each_line() {
+        let mut writer = EventWriter::new(Vec::new());
+        writer.write_raw("{}").unwrap();
+        writer
+            .write(&Event::Note(Note {
+                kind: "k".into(),
+                ..Note::default()
+            }))
+            .unwrap();
+        let out = String::from_utf8(writer.into_inner()).unwrap();
+        assert_eq!(out, "{}\n{\"type\":\"note\",\"v\":1,\"kind\":\"k\"}\n");
+    }
+}

@@ -1,0 +1,7 @@
+//! droid: explore Android apps on their own.
+//!
+//! Data flows one way: device → observation → decision → result → record → report.
+//! Every stage is a function over a reader and a writer of event lines (see [`events`]).
+
+pub mod events;
+pub mod ui;

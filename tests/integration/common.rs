@@ -1,0 +1,44 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `../shared/fixtures`, the real-world samples every test reads as they are.
+pub fn fixtures() -> PathBuf {
+    root().join("../shared/fixtures")
+}
+
+/// Path of one of this package's binaries (built by `cargo test` beside the test binary).
+pub fn bin_path(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    dir.join(name)
+}
+
+/// A command for one of our binaries with a clean environment: nothing from the developer's shell
+/// (`DROID_*`, `ANDROID_*`, `NO_COLOR`, `RUST_LOG`, API keys) changes a test's result.
+pub fn droid(name: &str) -> Command {
+    let mut cmd = Command::new(bin_path(name));
+    for (key, _) in std::env::vars() {
+        let scrubbed = key.starts_with("DROID_")
+            || key.starts_with("ANDROID_")
+            || key.starts_with("ADB_")
+            || key.ends_with("_API_KEY")
+            || key.ends_with("_BASE_URL")
+            || key == "NO_COLOR"
+            || key == "RUST_LOG";
+        if scrubbed {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}

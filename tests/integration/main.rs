@@ -1,0 +1,4 @@
+//! One integration test binary; a module per stage (ripgrep's layout).
+
+mod common;
+mod events;
