@@ -1,4 +1,5 @@
 //! One integration test binary; a module per stage (ripgrep's layout).
 
+mod adb;
 mod common;
 mod events;
