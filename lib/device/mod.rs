@@ -1,6 +1,7 @@
 //! The device facade: what droid asks of a phone, behind one trait, so other backends (Appium,
 //! saved fixtures) can follow. [`AdbDevice`] implements it over [`crate::adb`].
 
+pub mod cli;
 pub mod parse;
 pub mod text;
 
@@ -211,6 +212,22 @@ fn first_line(output: &ShellOutput) -> String {
         .to_string()
 }
 
+/// Typed text may be a password: a failed typing command is reported without its argument.
+fn redact_text(err: DeviceError) -> DeviceError {
+    match err {
+        DeviceError::Command { command, exit, .. } => DeviceError::Command {
+            command: command
+                .split_once(' ')
+                .map_or(command.clone(), |(program, _)| {
+                    format!("{program} <text withheld>")
+                }),
+            exit,
+            detail: "typing failed".into(),
+        },
+        other => other,
+    }
+}
+
 /// Package names: letters, digits, `_` and dots (checked before they reach a shell).
 fn check_package(package: &str) -> Result<(), DeviceError> {
     let valid = !package.is_empty()
@@ -398,7 +415,7 @@ impl Device for AdbDevice {
             let commands = text::ascii_commands(text)
                 .map_err(|e| DeviceError::UnsupportedText(e.to_string()))?;
             for command in commands {
-                self.run(&command)?;
+                self.run(&command).map_err(redact_text)?;
             }
             return Ok(());
         }
@@ -417,7 +434,9 @@ impl Device for AdbDevice {
                 parse::ADB_KEYBOARD_IME
             )));
         }
-        self.run(&text::ime_broadcast_command(text)).map(drop)
+        self.run(&text::ime_broadcast_command(text))
+            .map(drop)
+            .map_err(redact_text)
     }
 
     fn pull(&self, path: &str) -> Result<Vec<u8>, DeviceError> {
