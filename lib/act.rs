@@ -719,4 +719,217 @@ mod tests {
         field.password = false;
         assert_eq!(describe_element(&field), "EditText \"hunter2\"");
     }
+
+    /// A device that records what it is asked and fails on request.
+    struct Recorder {
+        calls: std::sync::Mutex<Vec<String>>,
+        fail_on: &'static str,
+        activities: std::sync::Mutex<Vec<&'static str>>,
+    }
+
+    impl Recorder {
+        fn new(fail_on: &'static str, activities: Vec<&'static str>) -> Recorder {
+            Recorder {
+                calls: Default::default(),
+                fail_on,
+                activities: std::sync::Mutex::new(activities),
+            }
+        }
+
+        fn call(&self, call: String) -> Result<(), DeviceError> {
+            let fails = !self.fail_on.is_empty() && call.starts_with(self.fail_on);
+            self.calls.lock().unwrap().push(call.clone());
+            if fails {
+                return Err(DeviceError::Screenshot(format!("{call} failed")));
+            }
+            Ok(())
+        }
+    }
+
+    impl Device for Recorder {
+        fn serial(&self) -> &str {
+            "fake"
+        }
+        fn info(&self) -> Result<crate::events::DeviceInfo, DeviceError> {
+            Ok(Default::default())
+        }
+        fn screen_size(&self) -> Result<(u32, u32), DeviceError> {
+            Ok((1080, 2400))
+        }
+        fn foreground(&self) -> Result<crate::device::Foreground, DeviceError> {
+            let mut activities = self.activities.lock().unwrap();
+            let activity = if activities.len() > 1 {
+                activities.remove(0)
+            } else {
+                activities[0]
+            };
+            Ok(crate::device::Foreground {
+                package: "p".into(),
+                activity: activity.into(),
+            })
+        }
+        fn launch(&self, package: &str) -> Result<(), DeviceError> {
+            self.call(format!("launch {package}"))
+        }
+        fn force_stop(&self, package: &str) -> Result<(), DeviceError> {
+            self.call(format!("stop {package}"))
+        }
+        fn dump_hierarchy(&self) -> Result<String, DeviceError> {
+            Ok(String::new())
+        }
+        fn screenshot(&self) -> Result<Vec<u8>, DeviceError> {
+            Ok(Vec::new())
+        }
+        fn tap(&self, x: i32, y: i32) -> Result<(), DeviceError> {
+            self.call(format!("tap {x} {y}"))
+        }
+        fn long_press(&self, x: i32, y: i32, ms: u32) -> Result<(), DeviceError> {
+            self.call(format!("long {x} {y} {ms}"))
+        }
+        fn swipe(&self, from: (i32, i32), to: (i32, i32), ms: u32) -> Result<(), DeviceError> {
+            self.call(format!("swipe {from:?} {to:?} {ms}"))
+        }
+        fn scroll(&self, direction: Direction, area: Option<Bounds>) -> Result<(), DeviceError> {
+            self.call(format!("scroll {direction:?} {area:?}"))
+        }
+        fn key(&self, name: &str) -> Result<(), DeviceError> {
+            self.call(format!("key {name}"))
+        }
+        fn input_text(&self, text: &str) -> Result<(), DeviceError> {
+            self.call(format!("text {text}"))
+        }
+        fn pull(&self, _: &str) -> Result<Vec<u8>, DeviceError> {
+            Ok(Vec::new())
+        }
+        fn crash_log(&self, _: bool) -> Result<String, DeviceError> {
+            Ok(String::new())
+        }
+        fn app_version(&self, _: &str) -> Result<Option<crate::device::AppVersion>, DeviceError> {
+            Ok(None)
+        }
+    }
+
+    fn quick() -> Config {
+        Config {
+            pause: Duration::ZERO,
+            settle: Duration::ZERO,
+            ..Config::default()
+        }
+    }
+
+    fn decision(actions: Vec<Action>) -> Decision {
+        Decision {
+            run_id: Some("r".into()),
+            step: Some(3),
+            ts: None,
+            decider: None,
+            actions,
+            signup_completed: false,
+            done: false,
+            ai: None,
+            extra: Default::default(),
+        }
+    }
+
+    fn kinds(results: &[ActionResult]) -> Vec<Option<&str>> {
+        results.iter().map(|r| r.error_kind.as_deref()).collect()
+    }
+
+    #[test]
+    fn invalid_bbox_continues_and_device_failure_skips_the_rest() {
+        let device = Recorder::new("key", vec!["A"]);
+        let obs = observation(vec![element(1, [0, 0, 1080, 200], true)]);
+        let actions = vec![
+            click_box(900, 900, 100, 100),
+            click_box(10, 10, 20, 20),
+            Action::new(ActionType::Back),
+            Action::new(ActionType::Home),
+        ];
+        let results = execute_decision(&quick(), &device, &decision(actions), Some(&obs));
+        assert_eq!(
+            kinds(&results),
+            [Some("invalid_bbox"), None, Some("device"), Some("skipped")]
+        );
+        assert_eq!(*device.calls.lock().unwrap(), ["tap 540 100", "key back"]);
+        assert!(results
+            .iter()
+            .all(|r| r.step == Some(3) && r.run_id.as_deref() == Some("r")));
+        assert_eq!(results[1].origin, Some(Origin::Xml));
+        assert_eq!(results[1].target.as_deref(), Some("Button \"e1\""));
+    }
+
+    #[test]
+    fn navigated_away_compares_with_the_activity_before_each_action() {
+        let device = Recorder::new("", vec!["B", "B"]);
+        let obs = Observation {
+            activity: Some("A".into()),
+            ..observation(vec![])
+        };
+        let actions = vec![Action::new(ActionType::Back), Action::new(ActionType::Back)];
+        let results = execute_decision(&quick(), &device, &decision(actions), Some(&obs));
+        assert!(results[0].navigated_away);
+        assert!(!results[1].navigated_away);
+        assert_eq!(results[0].activity_after.as_deref(), Some("B"));
+    }
+
+    #[test]
+    fn input_taps_then_types_and_never_reports_the_text() {
+        let device = Recorder::new("", vec!["A"]);
+        let mut field = element(1, [0, 0, 1080, 200], true);
+        field.password = true;
+        field.class_name = "android.widget.EditText".into();
+        let obs = observation(vec![field]);
+        let action = Action {
+            action: ActionType::Input,
+            input_text: Some("s3cret pass".into()),
+            ..click_box(0, 0, 1080, 200)
+        };
+        let results = execute_decision(&quick(), &device, &decision(vec![action]), Some(&obs));
+        assert_eq!(
+            *device.calls.lock().unwrap(),
+            ["tap 540 100", "text s3cret pass"]
+        );
+        let line = Event::Result(results[0].clone()).to_line();
+        assert!(!line.contains("s3cret"), "{line}");
+        assert!(line.contains("EditText (password)"));
+    }
+
+    #[test]
+    fn the_filter_passes_lines_through_and_reports_bad_ones() {
+        let obs = Event::Observation(Box::new(observation(vec![]))).to_line();
+        let dec = Event::Decision(decision(vec![Action::new(ActionType::Back)])).to_line();
+        let input = format!("{obs}\nnot json\n{{\"type\":\"custom\",\"v\":1}}\n{dec}\n");
+        let mut out = Vec::new();
+        let outcome = run(
+            &quick(),
+            || Ok(Box::new(Recorder::new("", vec!["A"])) as Box<dyn Device>),
+            input.as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], obs);
+        assert_eq!(lines[1], "{\"type\":\"custom\",\"v\":1}");
+        assert_eq!(lines[2], dec);
+        assert!(lines[3].starts_with("{\"type\":\"result\""), "{}", lines[3]);
+        assert_eq!(
+            outcome.bad_lines,
+            ["line 2: not valid JSON: expected ident at line 1 column 2"]
+        );
+    }
+
+    #[test]
+    fn no_decision_means_no_device_is_opened() {
+        let mut out = Vec::new();
+        let outcome = run(
+            &quick(),
+            || Err(DeviceError::NullRoot),
+            "{\"type\":\"note\",\"v\":1,\"kind\":\"x\"}\n".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        assert!(outcome.device_errors.is_empty());
+        assert_eq!(out, b"{\"type\":\"note\",\"v\":1,\"kind\":\"x\"}\n");
+    }
 }
