@@ -5,6 +5,8 @@
 
 pub mod act;
 pub mod adb;
+pub mod capture;
 pub mod device;
 pub mod events;
+pub mod hash;
 pub mod ui;
