@@ -15,7 +15,7 @@ use crate::events::{
     now_ts, Action, ActionResult, ActionType, Decision, Event, EventReader, EventWriter,
     Observation, Origin, ReadError,
 };
-use crate::ui::{Bounds, UiElement};
+use crate::ui::{element_by_ref, is_actionable, Bounds, UiElement};
 
 /// How actions are executed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -278,16 +278,11 @@ pub fn describe_element(element: &UiElement) -> String {
     }
 }
 
-/// Whether a tap on this element does something.
-fn actionable(element: &UiElement) -> bool {
-    element.clickable || element.long_clickable || element.editable || element.checkable
-}
-
 /// The smallest enabled actionable element containing the point.
 pub fn snap(elements: &[UiElement], x: i32, y: i32) -> Option<&UiElement> {
     elements
         .iter()
-        .filter(|e| e.enabled && actionable(e) && e.bounds.contains(x, y))
+        .filter(|e| is_actionable(e) && e.bounds.contains(x, y))
         .min_by_key(|e| e.bounds.area())
 }
 
@@ -398,9 +393,7 @@ fn by_ref<'a>(
     let Some(wanted) = action.ref_id else {
         return Ok(None);
     };
-    elements
-        .iter()
-        .find(|e| e.ref_id == Some(wanted))
+    element_by_ref(elements, wanted)
         .map(Some)
         .ok_or_else(|| Failure::invalid(format!("ref {wanted} is not in the observation")))
 }
