@@ -1,0 +1,165 @@
+//! droid-act against droid-sim: verbs, decisions through the filter, hostile text.
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use serde_json::{json, Value};
+
+use super::common::droid;
+use super::device::{text_at, SimProc, NOTE_BODY};
+
+fn run_act(sim: &SimProc, args: &[&str], stdin: &str) -> Output {
+    let mut child = droid("droid-act")
+        .args(sim.flags())
+        .args(["--pause-ms", "0"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// One observation of the simulator, through droid-capture.
+fn observation_line(sim: &SimProc) -> String {
+    let out = droid("droid-capture")
+        .args(sim.flags())
+        .arg("--out")
+        .arg(sim.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn decision_line(actions: Value) -> String {
+    json!({"type": "decision", "v": 1, "run_id": "r1", "step": 1, "actions": actions}).to_string()
+}
+
+fn bbox(b: [i64; 4]) -> Value {
+    json!({"top_left": [b[0], b[1]], "bottom_right": [b[2], b[3]]})
+}
+
+fn results(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "result")
+        .collect()
+}
+
+#[test]
+fn a_tap_on_a_recorded_target_reaches_the_recorded_screen() {
+    // model.json: s001 --click "Create a new note" [837,193,969,325]--> s002
+    let sim = SimProc::notes(&[]);
+    let out = run_act(&sim, &["tap", "903", "259"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["success"], true);
+    assert_eq!(sim.screens().last().map(String::as_str), Some("s002"));
+}
+
+#[test]
+fn decisions_resolve_through_the_preceding_observation() {
+    // s001 --click "More options" [969,193,1080,325]--> s008; the box is loose around it and
+    // its centre snaps to the ImageView.
+    let sim = SimProc::notes(&[]);
+    let observation = observation_line(&sim);
+    let decision = decision_line(json!([
+        {"action": "click", "target_bounding_box": bbox([5000, 0, 5100, 10])},
+        {"action": "click", "target_bounding_box": bbox([980, 200, 1070, 320])},
+    ]));
+    let out = run_act(&sim, &[], &format!("{observation}\n{decision}\n"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0], observation,
+        "the observation passes through unchanged"
+    );
+    assert_eq!(lines[1], decision);
+    let results = results(&out.stdout);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["error_kind"], "invalid_bbox");
+    assert_eq!(results[1]["success"], true);
+    assert_eq!(results[1]["origin"], "xml");
+    assert_eq!(results[1]["step"], 1);
+    assert_eq!(results[1]["run_id"], "r1");
+    assert_eq!(sim.screens().last().map(String::as_str), Some("s008"));
+}
+
+/// Types `text` into the note body through an `input` decision and checks the next dump.
+fn assert_typed_exactly(text: &str) {
+    let sim = SimProc::notes(&[]);
+    let observation = observation_line(&sim);
+    let b = NOTE_BODY.map(i64::from);
+    let decision = decision_line(json!([
+        {"action": "input", "target_bounding_box": bbox(b), "input_text": text},
+    ]));
+    let out = run_act(&sim, &[], &format!("{observation}\n{decision}\n"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = results(&out.stdout);
+    assert_eq!(results[0]["success"], true, "{}", results[0]);
+    let quoted = serde_json::to_string(text).unwrap();
+    assert!(
+        !results[0].to_string().contains(&quoted),
+        "typed text must not be echoed in results: {}",
+        results[0]
+    );
+    assert_eq!(text_at(&sim.device(), NOTE_BODY), text);
+    // Still on the start screen: nothing the text could have run changed the device.
+    assert!(
+        sim.screens().iter().all(|s| s == "s001"),
+        "{:?}",
+        sim.screens()
+    );
+}
+
+macro_rules! hostile_text {
+    ($($name:ident: $text:expr,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                assert_typed_exactly($text);
+            }
+        )*
+    };
+}
+
+hostile_text! {
+    hostile_double_quotes: "say \"hi\" now",
+    hostile_single_quotes: "it's 'quoted'",
+    hostile_semicolon: "a; reboot; b",
+    hostile_and_and: "true && am force-stop com.simplemobiletools.notes.pro",
+    hostile_pipe: "cat | sh",
+    hostile_command_substitution: "$(id) ${HOME} $PATH",
+    hostile_backticks: "`id` and `reboot`",
+    hostile_backslash: r"C:\new\table \\ end\",
+    hostile_angle_brackets: "<b>x</b> > /sdcard/out < /etc/hosts",
+    hostile_percent_s: "100%sure %s%%s %",
+    hostile_space_runs: "  two  three   four    ",
+}
