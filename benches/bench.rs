@@ -111,7 +111,7 @@ fn capture() {
     let fg = measure(RUNS, || {
         device.foreground().expect("foreground");
     });
-    let mut run = |concurrent| {
+    let run = |concurrent| {
         let opts = DeviceOptions {
             out_dir: out.clone(),
             screenshot: true,
