@@ -163,3 +163,79 @@ hostile_text! {
     hostile_percent_s: "100%sure %s%%s %",
     hostile_space_runs: "  two  three   four    ",
 }
+
+/// The filter contract without a device: nothing opens one until a decision arrives. The
+/// server address is loopback but not `localhost`/`127.0.0.1`, so no adb server is started.
+fn act_without_device(stdin: &str) -> Output {
+    let mut child = droid("droid-act")
+        .args(["--adb-host", "127.0.0.2", "--adb-port", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn empty_input_exits_zero_and_bad_lines_exit_one_after_the_rest() {
+    let out = act_without_device("");
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let note = r#"{"type":"note","v":1,"kind":"x"}"#;
+    let out = act_without_device(&format!("{note}\nnot json\n{note}\n"));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{note}\n{note}\n")
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("droid-act: line 2: not valid JSON"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unreachable_device_fails_the_decision_and_exits_one() {
+    let decision = decision_line(json!([{"action": "back"}, {"action": "home"}]));
+    let out = act_without_device(&format!("{decision}\n"));
+    assert_eq!(out.status.code(), Some(1));
+    let results = results(&out.stdout);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["error_kind"], "device");
+    assert_eq!(results[1]["error_kind"], "skipped");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("not reachable at 127.0.0.2:1"), "{stderr}");
+}
+
+#[test]
+fn help_is_a_contract_and_usage_errors_exit_two() {
+    let out = droid("droid-act").arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for word in [
+        "tap",
+        "long-press",
+        "swipe",
+        "text",
+        "key",
+        "back",
+        "home",
+        "launch",
+        "Examples:",
+        "--device",
+        "--adb-port",
+        "--adb-host",
+    ] {
+        assert!(help.contains(word), "{word} missing from --help");
+    }
+    let out = droid("droid-act").args(["tap", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
