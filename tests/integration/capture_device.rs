@@ -109,3 +109,19 @@ fn count_interval_and_no_screenshot() {
         .collect();
     assert_eq!(paths.len(), 3, "each capture keeps its own dump file");
 }
+
+#[test]
+fn an_unreachable_server_is_a_clear_error_and_exit_one() {
+    // Loopback but not localhost/127.0.0.1: droid does not try to start an adb server there.
+    let out = droid("droid-capture")
+        .args(["--adb-host", "127.0.0.2", "--adb-port", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("droid-capture: error: connecting to the device: ADB server not reachable at 127.0.0.2:1"),
+        "{stderr}"
+    );
+}
