@@ -130,8 +130,20 @@ fn assert_typed_exactly(text: &str) {
         "typed text must not be echoed in results: {}",
         results[0]
     );
+    // The device received exactly the text (truth log) and shows exactly it (next dump).
+    assert_eq!(sim.typed(), text);
     assert_eq!(text_at(&sim.device(), NOTE_BODY), text);
-    // Still on the start screen: nothing the text could have run changed the device.
+    // Nothing ran but the tap and the typing: no launch, force-stop or other input, and the
+    // device still shows the start screen.
+    let kinds: Vec<String> = sim
+        .inputs()
+        .iter()
+        .map(|i| i["input"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        kinds[0] == "tap" && kinds[1..].iter().all(|k| k == "text" || k == "key"),
+        "{kinds:?}"
+    );
     assert!(
         sim.screens().iter().all(|s| s == "s001"),
         "{:?}",

@@ -82,14 +82,47 @@ impl SimProc {
         ]
     }
 
-    /// The screens the simulator showed, in order.
-    pub fn screens(&self) -> Vec<String> {
+    fn truth(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(&self.truth_log)
             .unwrap_or_default()
             .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    /// The screens the simulator showed, in order.
+    pub fn screens(&self) -> Vec<String> {
+        self.truth()
+            .iter()
             .filter_map(|entry| entry["screen"].as_str().map(str::to_string))
             .collect()
+    }
+
+    /// The inputs the simulated device received, in order.
+    pub fn inputs(&self) -> Vec<serde_json::Value> {
+        self.truth()
+            .into_iter()
+            .filter(|entry| entry.get("input").is_some())
+            .collect()
+    }
+
+    /// What the inputs typed: `input text` arguments exactly as the device received them (with
+    /// its one rewrite, `%s` to a space), space/enter/tab key events, IME text.
+    pub fn typed(&self) -> String {
+        let mut typed = String::new();
+        for input in self.inputs() {
+            match (input["input"].as_str(), input["key"].as_str()) {
+                (Some("text"), _) => {
+                    typed.push_str(&input["text"].as_str().unwrap().replace("%s", " "))
+                }
+                (Some("ime_text"), _) => typed.push_str(input["text"].as_str().unwrap()),
+                (Some("key"), Some("KEYCODE_SPACE")) => typed.push(' '),
+                (Some("key"), Some("KEYCODE_ENTER")) => typed.push('\n'),
+                (Some("key"), Some("KEYCODE_TAB")) => typed.push('\t'),
+                _ => {}
+            }
+        }
+        typed
     }
 }
 
@@ -181,13 +214,43 @@ fn non_ascii_text_without_the_ime_fails_clearly_and_types_nothing() {
 }
 
 #[test]
-fn non_ascii_text_goes_through_the_adb_keyboard_ime() {
+fn non_ascii_text_goes_through_the_adb_keyboard_ime_once_selected() {
+    const IME: &str = "com.android.adbkeyboard/.AdbIME";
     let sim = SimProc::notes(&["--ime", "adbkeyboard"]);
     let device = sim.device();
     let (x, y) = droid::ui::Bounds::from(NOTE_BODY).center();
     device.tap(x, y).unwrap();
+    // Installed but not selected: refused, nothing typed.
+    let err = device.input_text("你好").unwrap_err();
+    assert!(matches!(err, DeviceError::UnsupportedText(_)), "{err:?}");
+    for command in [format!("ime enable {IME}"), format!("ime set {IME}")] {
+        assert!(device.client().shell(&command).unwrap().succeeded());
+    }
     device.input_text("你好 👋 café").unwrap();
     assert_eq!(text_at(&device, NOTE_BODY), "你好 👋 café");
+    assert_eq!(sim.typed(), "你好 👋 café");
+}
+
+#[test]
+fn dump_errors_are_retried() {
+    // Half the dumps fail with "could not get idle state" (from a fixed seed, so runs repeat).
+    let sim = SimProc::notes(&["--fault", "dump-error:0.5"]);
+    let device = AdbDevice::connect(DeviceConfig {
+        dump_attempts: 8,
+        ..sim.device_config()
+    })
+    .unwrap();
+    for _ in 0..5 {
+        let xml = device.dump_hierarchy().unwrap();
+        assert!(droid::ui::parse(&xml).is_ok());
+    }
+    let once = AdbDevice::connect(DeviceConfig {
+        dump_attempts: 1,
+        ..sim.device_config()
+    })
+    .unwrap();
+    let failures = (0..20).filter(|_| once.dump_hierarchy().is_err()).count();
+    assert!(failures > 0, "without retries some dumps fail");
 }
 
 #[test]
