@@ -1,4 +1,7 @@
 //! One integration test binary; a module per stage (ripgrep's layout).
 
+mod capture;
 mod common;
 mod events;
+mod hash;
+mod ui;
