@@ -4,4 +4,5 @@
 //! Every stage is a function over a reader and a writer of event lines (see [`events`]).
 
 pub mod events;
+pub mod sim;
 pub mod ui;
