@@ -2,4 +2,6 @@
 
 mod common;
 mod events;
+mod sim_adb;
+mod sim_protocol;
 mod sim_world;
