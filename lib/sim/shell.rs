@@ -633,6 +633,8 @@ pub struct FileSystem {
     dirs: BTreeSet<String>,
     used: usize,
     capacity: usize,
+    /// When the device "booted": the time directories report.
+    booted: u32,
 }
 
 const WRITABLE_ROOTS: &[&str] = &["/data/local/tmp", "/sdcard"];
@@ -678,6 +680,7 @@ impl FileSystem {
             dirs: INITIAL_DIRS.iter().map(|d| d.to_string()).collect(),
             used: 0,
             capacity,
+            booted: now_secs(),
         }
     }
 
@@ -725,7 +728,7 @@ impl FileSystem {
             return Some(Stat {
                 is_dir: true,
                 size: 4096,
-                mtime: 0,
+                mtime: self.booted,
             });
         }
         self.files.get(&path).map(|(data, mtime)| Stat {
@@ -893,7 +896,7 @@ impl FileSystem {
                     stat: Stat {
                         is_dir: true,
                         size: 4096,
-                        mtime: 0,
+                        mtime: self.booted,
                     },
                 })
             })
