@@ -226,6 +226,61 @@ fn adb_push_stdin_and_kill_server() {
 }
 
 #[test]
+fn adb_taps_walk_the_recorded_transitions_of_the_notes_app() {
+    let Some(adb) = adb_binary() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.jsonl");
+    let model = fixtures().join("apps/notes/model.json");
+    let sim = SimProcess::start(&[
+        "--app",
+        model.to_str().unwrap(),
+        "--truth-log",
+        truth.to_str().unwrap(),
+    ]);
+    let package = "com.simplemobiletools.notes.pro";
+    let launch = sim.adb(
+        adb,
+        &[
+            "shell",
+            "monkey",
+            "-p",
+            package,
+            "-c",
+            "android.intent.category.LAUNCHER",
+            "1",
+        ],
+    );
+    assert!(launch.status.success());
+    // The centres of the recorded targets: More options, Delete note, Delete.
+    for (x, y) in [(1024, 259), (799, 1447), (929, 1244)] {
+        let tap = sim.adb(
+            adb,
+            &["shell", "input", "tap", &x.to_string(), &y.to_string()],
+        );
+        assert!(
+            tap.status.success(),
+            "{}",
+            String::from_utf8_lossy(&tap.stderr)
+        );
+    }
+    let focus = stdout(&sim.adb(adb, &["shell", "dumpsys", "window", "displays"]));
+    assert!(focus.contains("mCurrentFocus=Window{"), "{focus}");
+    assert!(focus.contains(package), "{focus}");
+    let screens: Vec<String> = std::fs::read_to_string(&truth)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).ok()?;
+            value["screen"].as_str().map(String::from)
+        })
+        .collect();
+    assert!(
+        screens.ends_with(&["s001", "s008", "s009", "s010"].map(String::from)),
+        "{screens:?}"
+    );
+}
+
+#[test]
 fn describe_reports_the_fixture_notes_app() {
     let model = fixtures().join("apps/notes/model.json");
     let out = droid("droid-sim")
