@@ -18,10 +18,15 @@ const WHITE: Colour = [255, 255, 255, 255];
 /// Renders window roots onto a background derived from `package`.
 pub fn render(roots: &[Node], (width, height): (u32, u32), package: &str) -> RgbaImage {
     let mut canvas = RgbaImage::from_pixel(width, height, Rgba(background(package)));
-    for root in roots {
-        draw_node(&mut canvas, root);
-    }
+    draw(&mut canvas, roots);
     canvas
+}
+
+/// Draws window roots over what the canvas already shows (a dialog over an app).
+pub fn draw(canvas: &mut RgbaImage, roots: &[Node]) {
+    for root in roots {
+        draw_node(canvas, root);
+    }
 }
 
 /// An all-black frame: what `screencap` returns for a `FLAG_SECURE` window.
@@ -125,12 +130,23 @@ fn fill_rect(canvas: &mut RgbaImage, x1: i32, y1: i32, x2: i32, y2: i32, colour:
     if x1 >= x2 || y1 >= y2 {
         return;
     }
-    let row: Vec<u8> = colour.repeat((x2 - x1) as usize);
     let stride = width as usize * 4;
+    let span = (x2 - x1) as usize * 4;
     let buffer: &mut [u8] = canvas;
+    // Glyph dots are tiny and many: writing their pixels beats building a row for each.
+    if span <= 64 {
+        for y in y1..y2 {
+            let start = y as usize * stride + x1 as usize * 4;
+            for pixel in buffer[start..start + span].chunks_exact_mut(4) {
+                pixel.copy_from_slice(&colour);
+            }
+        }
+        return;
+    }
+    let row: Vec<u8> = colour.repeat((x2 - x1) as usize);
     for y in y1..y2 {
         let start = y as usize * stride + x1 as usize * 4;
-        buffer[start..start + row.len()].copy_from_slice(&row);
+        buffer[start..start + span].copy_from_slice(&row);
     }
 }
 

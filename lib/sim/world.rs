@@ -242,13 +242,7 @@ impl World {
         let mut image = render::render(&self.live_roots(), (width, height), &screen.package);
         if self.anr_showing {
             render::dim(&mut image);
-            let dialog = self.anr_dialog();
-            image::imageops::overlay(
-                &mut image,
-                &render::render(&[dialog], (width, height), "android"),
-                0,
-                0,
-            );
+            render::draw(&mut image, &[self.anr_dialog()]);
         }
         image
     }
