@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::fault::{Faults, Latency};
 use super::render;
-use super::shell::{lock, FsHandle, Output, Programs};
+use super::shell::{lock, FsHandle, Output, Programs, Session};
 use super::world::{InputError, LaunchError, World};
 
 /// Android 13 (API 33), as the samples in the fixtures.
@@ -23,6 +23,9 @@ const PCAPDROID_CONTROL: &str = "com.emanuelef.remote_capture/.activities.Captur
 const PCAPDROID_DIR: &str = "/sdcard/Download/PCAPdroid";
 /// `screenrecord --time-limit` default and maximum on classic builds.
 const SCREENRECORD_MAX_SECS: u64 = 180;
+/// How often screenrecord samples the screen, and checks whether its client is still there.
+const FRAME_INTERVAL: Duration = Duration::from_secs(1);
+const HANGUP_POLL: Duration = Duration::from_millis(200);
 /// The `input` usage text of Android 11+ (`input_usage_android11plus.txt`).
 const INPUT_USAGE: &str = "Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]
 
@@ -176,18 +179,13 @@ impl Device {
         }
     }
 
-    fn dispatch(
-        &self,
-        argv: &[String],
-        stdin: &mut dyn FnMut() -> Vec<u8>,
-        fs: &FsHandle,
-    ) -> Output {
+    fn dispatch(&self, argv: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
         let args = &argv[1..];
         match argv[0].as_str() {
             "echo" => echo(args),
             "true" => Output::status(0),
             "false" => Output::status(1),
-            "cat" => cat(args, stdin, fs),
+            "cat" => cat(args, session, fs),
             "rm" => rm(args, fs),
             "ls" => ls(args, fs),
             "mkdir" => mkdir(args, fs),
@@ -203,7 +201,7 @@ impl Device {
             "am" => self.am(args, fs),
             "pm" => self.pm(args),
             "logcat" => self.logcat(args),
-            "screenrecord" => self.screenrecord(args, fs),
+            "screenrecord" => self.screenrecord(args, session, fs),
             "ime" => self.ime(args),
             "settings" => self.settings(args),
             "pidof" => self.pidof(args),
@@ -710,7 +708,9 @@ impl Device {
         }
     }
 
-    fn screenrecord(&self, args: &[String], fs: &FsHandle) -> Output {
+    /// Records until the time limit, SIGINT/SIGTERM (`pkill -INT screenrecord`), or SIGHUP (the
+    /// client went away): all finish the file; SIGKILL leaves it unfinished.
+    fn screenrecord(&self, args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
         let mut limit = SCREENRECORD_MAX_SECS;
         let mut file = None;
         let mut iter = args.iter();
@@ -755,18 +755,22 @@ impl Device {
         let deadline = Instant::now() + Duration::from_secs(limit);
         let mut frames: Vec<Vec<u8>> = Vec::new();
         let mut last_frame = Vec::new();
+        let mut next_frame = Instant::now();
         let ended = loop {
-            let frame = render::png(&self.world().screenshot());
-            if frame != last_frame {
-                frames.push(frame.clone());
-                last_frame = frame;
-            }
-            let (slot, wake) = &*signal;
             let now = Instant::now();
-            if now >= deadline {
+            if now >= next_frame {
+                let frame = render::png(&self.world().screenshot());
+                if frame != last_frame {
+                    frames.push(frame.clone());
+                    last_frame = frame;
+                }
+                next_frame = now + FRAME_INTERVAL;
+            }
+            if now >= deadline || session.hung_up() {
                 break Signal::Stop;
             }
-            let wait = (deadline - now).min(Duration::from_secs(1));
+            let (slot, wake) = &*signal;
+            let wait = (deadline - now).min(HANGUP_POLL);
             let held = guard(slot);
             let (held, _) = wake
                 .wait_timeout_while(held, wait, |s| s.is_none())
@@ -900,7 +904,7 @@ impl Device {
 }
 
 impl Programs for Device {
-    fn run(&self, argv: &[String], stdin: &mut dyn FnMut() -> Vec<u8>, fs: &FsHandle) -> Output {
+    fn run(&self, argv: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
         if argv.is_empty() {
             return Output::default();
         }
@@ -908,7 +912,7 @@ impl Programs for Device {
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
-        self.dispatch(argv, stdin, fs)
+        self.dispatch(argv, session, fs)
     }
 }
 
@@ -1195,18 +1199,18 @@ fn echo(args: &[String]) -> Output {
     text(out)
 }
 
-fn cat(args: &[String], stdin: &mut dyn FnMut() -> Vec<u8>, fs: &FsHandle) -> Output {
+fn cat(args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
     let files: Vec<&String> = args
         .iter()
         .filter(|a| !a.starts_with('-') || *a == "-")
         .collect();
     if files.is_empty() {
-        return Output::ok(stdin());
+        return Output::ok(session.stdin());
     }
     let mut out = Output::default();
     for file in files {
         if file == "-" {
-            out.stdout.extend(stdin());
+            out.stdout.extend(session.stdin());
             continue;
         }
         match lock(fs).read(file) {

@@ -593,9 +593,9 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
         ),
         Service::Shell { v2: true, command } => {
             okay(stream)?;
-            let mut input = V2Input::new(stream);
+            let mut input = ClientInput::new(stream, true);
             let mut sink = V2Sink { stream };
-            let status = run_shell(shared, command, &mut || input.read_all(), &mut sink);
+            let status = run_shell(shared, command, &mut input, &mut sink);
             let mut exit = vec![3u8];
             exit.extend_from_slice(&1u32.to_le_bytes());
             exit.push(status);
@@ -604,8 +604,8 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
         Service::Shell { v2: false, command } | Service::Exec(command) => {
             okay(stream)?;
             let mut sink = RawSink { stream };
-            let mut input = RawInput::new(stream);
-            run_shell(shared, command, &mut || input.read_all(), &mut sink);
+            let mut input = ClientInput::new(stream, false);
+            run_shell(shared, command, &mut input, &mut sink);
             Ok(())
         }
         Service::Sync => {
@@ -624,11 +624,11 @@ enum Service<'a> {
 fn run_shell(
     shared: &Shared,
     command: &str,
-    stdin: &mut dyn FnMut() -> Vec<u8>,
+    session: &mut dyn shell::Session,
     sink: &mut dyn Sink,
 ) -> u8 {
     match shell::parse(command) {
-        Ok(script) => shell::execute(&script, &shared.device, &shared.device.fs, stdin, sink),
+        Ok(script) => shell::execute(&script, &shared.device, &shared.device.fs, session, sink),
         Err(err) => {
             sink.write(true, format!("/system/bin/sh: {err}\n").as_bytes());
             1
@@ -667,73 +667,136 @@ impl Sink for RawSink<'_> {
     }
 }
 
-/// The client's stdin in shell protocol v2: id 0 packets until close-stdin (id 4) or EOF.
-/// Read only when a command asks for it, and only once.
-struct V2Input<'a> {
+/// The client side of a running command: its stdin, and whether it is still connected.
+///
+/// In shell protocol v2, stdin is id 0 packets until close-stdin (id 4); window-size packets are
+/// ignored. Raw services (`exec:`, legacy `shell:`) take the bytes until the client half-closes.
+/// Bytes are read only when a command asks for stdin or polls for a hangup, never more than
+/// [`STDIN_MAX`], and a packet above [`PACKET_MAX`] ends stdin.
+struct ClientInput<'a> {
     stream: &'a TcpStream,
-    done: bool,
+    v2: bool,
+    /// Received, not yet parsed (a partial packet).
+    pending: Vec<u8>,
+    data: Vec<u8>,
+    /// No more stdin will come: close-stdin, end of stream, an oversized packet or the limit.
+    closed: bool,
+    /// The client closed its end, or the socket failed.
+    gone: bool,
+    taken: bool,
 }
 
-impl<'a> V2Input<'a> {
-    fn new(stream: &'a TcpStream) -> Self {
-        V2Input {
+impl<'a> ClientInput<'a> {
+    fn new(stream: &'a TcpStream, v2: bool) -> Self {
+        ClientInput {
             stream,
-            done: false,
+            v2,
+            pending: Vec::new(),
+            data: Vec::new(),
+            closed: false,
+            gone: false,
+            taken: false,
         }
     }
 
-    fn read_all(&mut self) -> Vec<u8> {
-        let mut data = Vec::new();
-        if self.done {
-            return data;
-        }
-        self.done = true;
+    /// One read; false when nothing came (time-out, would block, end of stream).
+    fn receive(&mut self) -> bool {
+        let mut buf = [0u8; 16 * 1024];
         let mut stream = self.stream;
-        loop {
-            let mut header = [0u8; 5];
-            if stream.read_exact(&mut header).is_err() {
-                break;
+        match stream.read(&mut buf) {
+            Ok(0) => {
+                self.gone = true;
+                self.closed = true;
+                false
             }
+            Ok(n) => {
+                // After stdin ended, further bytes are read (to notice the hangup) and dropped.
+                if !self.closed {
+                    self.pending.extend_from_slice(&buf[..n]);
+                    self.parse();
+                }
+                true
+            }
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                false
+            }
+            Err(_) => {
+                self.gone = true;
+                self.closed = true;
+                false
+            }
+        }
+    }
+
+    fn parse(&mut self) {
+        if !self.v2 {
+            self.data.append(&mut self.pending);
+        }
+        while self.v2 && self.pending.len() >= 5 {
+            let header = &self.pending[..5];
             let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
-            if len > PACKET_MAX || data.len() + len as usize > STDIN_MAX {
+            if len > PACKET_MAX {
+                self.closed = true;
                 break;
             }
-            let mut payload = vec![0u8; len as usize];
-            if stream.read_exact(&mut payload).is_err() {
+            let end = 5 + len as usize;
+            if self.pending.len() < end {
                 break;
             }
-            match header[0] {
-                0 => data.extend_from_slice(&payload),
-                4 => break,
+            match self.pending[0] {
+                0 => self.data.extend_from_slice(&self.pending[5..end]),
+                4 => self.closed = true,
                 // Window size changes and anything else do not concern a non-interactive shell.
                 _ => {}
             }
+            self.pending.drain(..end);
+            if self.closed {
+                break;
+            }
         }
-        data
+        if self.data.len() > STDIN_MAX {
+            self.data.truncate(STDIN_MAX);
+            self.closed = true;
+        }
+        if self.closed {
+            self.pending = Vec::new();
+        }
     }
 }
 
-/// Raw stdin (`exec:`, legacy shell): bytes until the client half-closes.
-struct RawInput<'a> {
-    stream: &'a TcpStream,
-    done: bool,
-}
-
-impl<'a> RawInput<'a> {
-    fn new(stream: &'a TcpStream) -> Self {
-        RawInput {
-            stream,
-            done: false,
+impl shell::Session for ClientInput<'_> {
+    fn stdin(&mut self) -> Vec<u8> {
+        if self.taken {
+            return Vec::new();
         }
+        self.taken = true;
+        // A client silent for IDLE_TIMEOUT ends stdin.
+        while !self.closed && self.receive() {}
+        std::mem::take(&mut self.data)
     }
 
-    fn read_all(&mut self) -> Vec<u8> {
-        let mut data = Vec::new();
-        if !self.done {
-            self.done = true;
-            let _ = self.stream.take(STDIN_MAX as u64).read_to_end(&mut data);
+    fn hung_up(&mut self) -> bool {
+        if self.gone {
+            return true;
         }
-        data
+        if self.stream.set_nonblocking(true).is_err() {
+            return false;
+        }
+        // Bounded, so a client streaming data cannot keep the command here.
+        for _ in 0..64 {
+            if !self.receive() {
+                break;
+            }
+        }
+        let _ = self.stream.set_nonblocking(false);
+        self.gone
     }
 }
 

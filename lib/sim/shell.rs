@@ -378,9 +378,32 @@ impl Output {
 
 /// The programs the shell can run (everything but its builtins).
 pub trait Programs {
-    /// Runs one command. `stdin` yields the command's whole input when the command wants it
-    /// (reading the client's stdin only then). `fs` is the device filesystem.
-    fn run(&self, argv: &[String], stdin: &mut dyn FnMut() -> Vec<u8>, fs: &FsHandle) -> Output;
+    /// Runs one command with its session (stdin, hangup) on the device filesystem `fs`.
+    fn run(&self, argv: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output;
+}
+
+/// What a running command sees of the client that started it.
+pub trait Session {
+    /// The command's whole stdin; the client's stdin is read only when a command asks, once.
+    fn stdin(&mut self) -> Vec<u8>;
+    /// True once the client has gone away (adbd then sends the process SIGHUP).
+    fn hung_up(&mut self) -> bool;
+}
+
+/// A session whose stdin is fixed bytes (a pipe, a `<` file) but whose client is the outer one.
+struct Fed<'a> {
+    input: Option<Vec<u8>>,
+    outer: &'a mut dyn Session,
+}
+
+impl Session for Fed<'_> {
+    fn stdin(&mut self) -> Vec<u8> {
+        self.input.take().unwrap_or_default()
+    }
+
+    fn hung_up(&mut self) -> bool {
+        self.outer.hung_up()
+    }
 }
 
 /// Where the shell's own output goes (the socket, in the server).
@@ -397,7 +420,7 @@ pub fn execute(
     script: &Script,
     programs: &dyn Programs,
     fs: &FsHandle,
-    stdin: &mut dyn FnMut() -> Vec<u8>,
+    session: &mut dyn Session,
     sink: &mut dyn Sink,
 ) -> u8 {
     let mut status = 0;
@@ -410,7 +433,7 @@ pub fn execute(
         if !run {
             continue;
         }
-        match run_pipeline(pipeline, programs, fs, stdin, sink) {
+        match run_pipeline(pipeline, programs, fs, session, sink) {
             Flow::Next(next) => status = next,
             Flow::Exit(code) => return (code & 0xff) as u8,
         }
@@ -427,20 +450,20 @@ fn run_pipeline(
     pipeline: &Pipeline,
     programs: &dyn Programs,
     fs: &FsHandle,
-    stdin: &mut dyn FnMut() -> Vec<u8>,
+    session: &mut dyn Session,
     sink: &mut dyn Sink,
 ) -> Flow {
     let mut piped: Option<Vec<u8>> = None;
     let mut status = 0;
     let last = pipeline.commands.len().saturating_sub(1);
     for (index, command) in pipeline.commands.iter().enumerate() {
-        let mut input_once = piped.take();
-        let mut input = || match input_once.take() {
-            Some(bytes) => bytes,
-            None if index == 0 => stdin(),
-            None => Vec::new(),
+        // Only the first command reads the client's stdin; later ones read the pipe.
+        let input = match piped.take() {
+            Some(bytes) => Some(bytes),
+            None if index == 0 => None,
+            None => Some(Vec::new()),
         };
-        let output = match run_simple(command, programs, fs, &mut input) {
+        let output = match run_simple(command, programs, fs, input, session) {
             Ok(Step::Exit(code)) => return Flow::Exit(code),
             Ok(Step::Done(output)) => output,
             Err(message) => Output::error(message, 1),
@@ -479,7 +502,8 @@ fn run_simple(
     command: &SimpleCommand,
     programs: &dyn Programs,
     fs: &FsHandle,
-    input: &mut dyn FnMut() -> Vec<u8>,
+    input: Option<Vec<u8>>,
+    session: &mut dyn Session,
 ) -> Result<Step, String> {
     // Output targets must be creatable before the command runs, as with a real shell.
     for redirect in &command.redirects {
@@ -527,13 +551,19 @@ fn run_simple(
             RedirectTarget::File(path) if r.fd == 0 => Some(path.clone()),
             _ => None,
         });
-    let output = match file_input {
-        Some(path) => {
-            let bytes = lock(fs).read(&path).map(<[u8]>::to_vec).unwrap_or_default();
-            let mut once = Some(bytes);
-            programs.run(&command.argv, &mut || once.take().unwrap_or_default(), fs)
+    let input = match file_input {
+        Some(path) => Some(lock(fs).read(&path).map(<[u8]>::to_vec).unwrap_or_default()),
+        None => input,
+    };
+    let output = match input {
+        Some(input) => {
+            let mut fed = Fed {
+                input: Some(input),
+                outer: session,
+            };
+            programs.run(&command.argv, &mut fed, fs)
         }
-        None => programs.run(&command.argv, input, fs),
+        None => programs.run(&command.argv, session, fs),
     };
     Ok(Step::Done(output))
 }
@@ -1012,14 +1042,26 @@ mod tests {
 
     struct Echo;
     impl Programs for Echo {
-        fn run(&self, argv: &[String], stdin: &mut dyn FnMut() -> Vec<u8>, _: &FsHandle) -> Output {
+        fn run(&self, argv: &[String], session: &mut dyn Session, _: &FsHandle) -> Output {
             match argv[0].as_str() {
                 "echo" => Output::ok(format!("{}\n", argv[1..].join(" "))),
                 "false" => Output::status(1),
-                "cat" => Output::ok(stdin()),
+                "cat" => Output::ok(session.stdin()),
+                "hungup" => Output::ok(format!("{}\n", session.hung_up())),
                 "warn" => Output::error("warned\n", 0),
                 other => Output::error(format!("{other}: not found\n"), 127),
             }
+        }
+    }
+
+    /// A client that typed `IN` and has hung up.
+    struct Gone;
+    impl Session for Gone {
+        fn stdin(&mut self) -> Vec<u8> {
+            b"IN".to_vec()
+        }
+        fn hung_up(&mut self) -> bool {
+            true
         }
     }
 
@@ -1034,13 +1076,7 @@ mod tests {
 
     fn run(line: &str, fs: &FsHandle) -> (u8, String) {
         let mut sink = Collect::default();
-        let status = execute(
-            &parse(line).unwrap(),
-            &Echo,
-            fs,
-            &mut || b"IN".to_vec(),
-            &mut sink,
-        );
+        let status = execute(&parse(line).unwrap(), &Echo, fs, &mut Gone, &mut sink);
         let text = sink
             .0
             .iter()
@@ -1066,6 +1102,8 @@ mod tests {
         assert_eq!(run("exit 300", &fs), (44, String::new()));
         assert_eq!(run("nope", &fs), (127, "E:nope: not found\n".into()));
         assert_eq!(run("cat | cat", &fs), (0, "IN".into()));
+        assert_eq!(run("echo x | cat", &fs), (0, "x\n".into()));
+        assert_eq!(run("echo x | hungup", &fs), (0, "true\n".into()));
     }
 
     #[test]

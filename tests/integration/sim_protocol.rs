@@ -683,15 +683,7 @@ fn screenrecord_runs_until_sigint_and_leaves_a_finished_file() {
     let sim = start();
     std::thread::scope(|scope| {
         let recorder = scope.spawn(|| shell(&sim, "screenrecord --time-limit 30 /sdcard/r.mp4"));
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let pids = shell(&sim, "pidof screenrecord");
-            if pids.status == Some(0) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "screenrecord never started");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        until_screenrecord(&sim, true);
         shell_ok(&sim, "pkill -INT screenrecord");
         assert_eq!(recorder.join().unwrap().status, Some(0));
     });
@@ -703,6 +695,45 @@ fn screenrecord_runs_until_sigint_and_leaves_a_finished_file() {
         shell(&sim, "screenrecord --time-limit 999 /sdcard/x.mp4").status,
         Some(0)
     );
+}
+
+/// Waits (bounded) until `pidof screenrecord` says `running`.
+fn until_screenrecord(sim: &SimHandle, running: bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (shell(sim, "pidof screenrecord").status == Some(0)) != running {
+        assert!(
+            Instant::now() < deadline,
+            "screenrecord running={running} never came"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn screenrecord_finishes_its_file_when_the_client_hangs_up() {
+    let sim = start();
+    let mut stream = transport(&sim);
+    send(&mut stream, "shell,v2,raw:screenrecord /sdcard/h.mp4");
+    status(&mut stream).unwrap();
+    stream.write_all(&[4, 0, 0, 0, 0]).unwrap();
+    until_screenrecord(&sim, true);
+    drop(stream);
+    until_screenrecord(&sim, false);
+    let video = exec(&sim, "cat /sdcard/h.mp4");
+    assert!(
+        video.windows(4).any(|w| w == b"moov"),
+        "SIGHUP finishes the file"
+    );
+    // SIGKILL does not.
+    std::thread::scope(|scope| {
+        let recorder = scope.spawn(|| shell(&sim, "screenrecord /sdcard/k.mp4"));
+        until_screenrecord(&sim, true);
+        shell_ok(&sim, "pkill -9 screenrecord");
+        recorder.join().unwrap();
+    });
+    let killed = exec(&sim, "cat /sdcard/k.mp4");
+    assert_eq!(&killed[4..8], b"ftyp");
+    assert!(!killed.windows(4).any(|w| w == b"moov"));
 }
 
 #[test]
