@@ -793,3 +793,86 @@ fn load_transition(
         requires,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_SCREENS: &str = r#"{
+        "package": "p.q", "screen_size": [100, 200], "start": "a",
+        "screens": [
+            {"id": "a", "elements": [{"class": "android.widget.Button", "text": "Go",
+                                      "resource_id": "p.q:id/go", "bounds": [0, 0, 50, 50],
+                                      "children": [{"text": "inner", "bounds": [5, 5, 20, 20]}]}]},
+            {"id": "b", "elements": [{"class": "android.widget.EditText", "resource_id": "p.q:id/f",
+                                      "bounds": [0, 0, 100, 40]}]},
+            {"id": "c", "elements": []}
+        ],
+        "transitions": [
+            {"from": "a", "action": "click", "target": {"text": "Go"}, "to": "b",
+             "requires": {"p.q:id/go": "x|y"}},
+            {"from": "b", "action": "scroll_down", "to": "@external:org.example"}
+        ]
+    }"#;
+
+    #[test]
+    fn elements_become_a_full_screen_window_with_dump_attributes() {
+        let model = AppModel::parse(TWO_SCREENS, "m", None).unwrap();
+        let a = model.screen(0);
+        assert_eq!(a.roots.len(), 1);
+        assert_eq!(a.roots[0].bounds, Bounds::from([0, 0, 100, 200]));
+        let nodes = a.nodes();
+        assert_eq!(nodes.len(), 3);
+        assert_eq!(nodes[1].attr("resource-id"), "p.q:id/go");
+        assert_eq!(nodes[1].attr("bounds"), "[0,0][50,50]");
+        assert_eq!(nodes[2].attr("class"), "android.view.View");
+        assert_eq!(nodes[2].attr("package"), "p.q");
+        assert!(
+            model.screen(1).nodes()[1].flag("clickable"),
+            "fields take taps"
+        );
+        assert_eq!(a.activity, "p.q.MainActivity");
+    }
+
+    #[test]
+    fn transitions_resolve_and_requires_are_anchored() {
+        let model = AppModel::parse(TWO_SCREENS, "m", None).unwrap();
+        let t = &model.transitions()[0];
+        assert_eq!(t.to, Destination::Screen(1));
+        assert!(t.requires[0].1.is_match("x"));
+        assert!(!t.requires[0].1.is_match("xy"), "the whole text must match");
+        assert_eq!(
+            model.transitions()[1].to,
+            Destination::External("org.example".into())
+        );
+        assert!(model.transitions()[1].action.is_gesture());
+        assert_eq!(model.reachable(), [0, 1]);
+        assert!(model.describe().contains("not reachable: c"));
+    }
+
+    #[test]
+    fn targets_compare_every_given_field() {
+        let model = AppModel::parse(TWO_SCREENS, "m", None).unwrap();
+        let go = model.screen(0).nodes()[1];
+        let target = |json: &str| serde_json::from_str::<Target>(json).unwrap();
+        assert!(target(r#"{"text": "Go"}"#).matches(go));
+        assert!(target(r#"{"text": "Go", "bounds": [0, 0, 50, 50]}"#).matches(go));
+        assert!(!target(r#"{"text": "Go", "bounds": [0, 0, 50, 51]}"#).matches(go));
+        assert!(!target(r#"{"text": "Go", "class": "android.widget.TextView"}"#).matches(go));
+        assert!(serde_json::from_str::<Target>(r#"{"txt": "Go"}"#).is_err());
+    }
+
+    #[test]
+    fn hierarchies_parse_with_their_attribute_order() {
+        let roots = parse_hierarchy(
+            r#"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node index="0" text="a&#10;b" bounds="[0,0][10,10]"><node bounds="[1,2][3,4]"/></node></hierarchy>"#,
+        )
+        .unwrap();
+        assert_eq!(roots[0].attrs[0].0, "index");
+        assert_eq!(roots[0].attr("text"), "a\nb");
+        assert_eq!(roots[0].children[0].bounds, Bounds::from([1, 2, 3, 4]));
+        assert!(parse_hierarchy("<hierarchy><node bounds=\"[0,0]\"/></hierarchy>").is_err());
+        assert!(parse_hierarchy("<nodes/>").is_err());
+        assert!(parse_hierarchy("<hierarchy>").is_err());
+    }
+}
