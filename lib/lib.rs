@@ -6,4 +6,5 @@
 pub mod capture;
 pub mod events;
 pub mod hash;
+pub mod sim;
 pub mod ui;

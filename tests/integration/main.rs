@@ -4,4 +4,7 @@ mod capture;
 mod common;
 mod events;
 mod hash;
+mod sim_adb;
+mod sim_protocol;
+mod sim_world;
 mod ui;
