@@ -11,7 +11,7 @@
 //! - **Structure hash**: sha256 over depth, class and resource id of every node: ignores all
 //!   text, so a list showing other items, or another language, has the same structure.
 //! - **Perceptual hash**: dHash (image_hasher's `Gradient`), 64 bits, of the screenshot shrunk
-//!   to 90×80 by area averaging. Gradients compare neighbouring cells, so a changed widget flips
+//!   to 90×80 grey cells by area averaging. Gradients compare neighbouring cells, so a changed widget flips
 //!   the bits of its cells whatever the overall brightness, where a mean hash barely moves when a
 //!   few widgets change on a mostly white screen; the box pre-shrink keeps it fast (a few ms for
 //!   1080×2400) and stable against single-pixel noise.
@@ -23,7 +23,7 @@
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use image::DynamicImage;
+use image::{DynamicImage, GrayImage};
 use image_hasher::{HashAlg, HasherConfig};
 use sha2::{Digest, Sha256};
 
@@ -127,12 +127,67 @@ fn hex(bytes: &[u8]) -> String {
 
 /// 64-bit perceptual hash (dHash) of pixels in memory.
 pub fn phash_image(image: &DynamicImage) -> u64 {
-    let small = image.thumbnail_exact(THUMB_WIDTH, THUMB_HEIGHT);
+    let small = shrink_gray(image, THUMB_WIDTH, THUMB_HEIGHT);
     let hasher = HasherConfig::with_bytes_type::<[u8; 8]>()
         .hash_size(8, 8)
         .hash_alg(HashAlg::Gradient)
         .to_hasher();
     u64::from_be_bytes(hasher.hash_image(&small).into_inner())
+}
+
+/// Area-averages the image down to `width`×`height` grey cells in one pass with integer maths
+/// (image's own resize filters take about 9 ms on a 1080×2400 screenshot; this about 1.5).
+fn shrink_gray(image: &DynamicImage, width: u32, height: u32) -> GrayImage {
+    let converted;
+    let (bytes, channels) = match image {
+        DynamicImage::ImageRgb8(rgb) => (rgb.as_raw().as_slice(), 3),
+        DynamicImage::ImageRgba8(rgba) => (rgba.as_raw().as_slice(), 4),
+        other => {
+            converted = other.to_rgba8();
+            (converted.as_raw().as_slice(), 4)
+        }
+    };
+    let (w, h) = (image.width() as usize, image.height() as usize);
+    let (cells_x, cells_y) = (width as usize, height as usize);
+    if w == 0 || h == 0 {
+        return GrayImage::new(width, height);
+    }
+    // Sums of each channel per cell; a cell's columns are one contiguous span of a row, which
+    // keeps the inner loop tight.
+    let spans: Vec<(usize, usize)> = (0..cells_x)
+        .map(|c| (c * w / cells_x * channels, (c + 1) * w / cells_x * channels))
+        .collect();
+    let mut sums = vec![[0u64; 3]; cells_x * cells_y];
+    let mut counts = vec![0u64; cells_x * cells_y];
+    // Cells of a phone screenshot are ~30 rows tall; about 8 sampled rows per cell average as
+    // well and cost a third.
+    let row_step = (h / cells_y / 8).max(1);
+    let rows = bytes.chunks_exact(w * channels).enumerate().take(h);
+    for (y, row) in rows.step_by(row_step) {
+        let base = (y * cells_y / h) * cells_x;
+        for (cell, &(start, end)) in spans.iter().enumerate() {
+            let mut rgb = [0u32; 3];
+            for pixel in row[start..end].chunks_exact(channels) {
+                rgb[0] += u32::from(pixel[0]);
+                rgb[1] += u32::from(pixel[1]);
+                rgb[2] += u32::from(pixel[2]);
+            }
+            let sum = &mut sums[base + cell];
+            for (total, part) in sum.iter_mut().zip(rgb) {
+                *total += u64::from(part);
+            }
+            counts[base + cell] += ((end - start) / channels) as u64;
+        }
+    }
+    let cells = sums
+        .iter()
+        .zip(&counts)
+        .map(|([r, g, b], &count)| {
+            // ITU-R BT.601 luma in fixed point.
+            ((r * 77 + g * 150 + b * 29) / (256 * count.max(1))) as u8
+        })
+        .collect();
+    GrayImage::from_raw(width, height, cells).unwrap_or_else(|| GrayImage::new(width, height))
 }
 
 /// Decodes a PNG and hashes it.

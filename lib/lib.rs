@@ -9,4 +9,5 @@ pub mod capture;
 pub mod device;
 pub mod events;
 pub mod hash;
+pub mod sim;
 pub mod ui;
