@@ -379,7 +379,7 @@ impl AdbServer {
     }
 }
 
-/// The server's "device not found" refusal turns into the typed error.
+/// Refusals and closes on a device connection, as the typed errors they mean.
 fn device_error(err: AdbError, serial: &str) -> AdbError {
     match err {
         AdbError::Refused { message, .. } if message.contains("not found") => {
@@ -395,6 +395,14 @@ fn device_error(err: AdbError, serial: &str) -> AdbError {
         AdbError::Refused { message, .. } if message.contains("offline") => AdbError::Offline {
             serial: serial.to_string(),
         },
+        // The server dropped the connection while switching to the device or opening the
+        // service: the device went away (a pulled cable looks exactly like this).
+        AdbError::Protocol { what, detail } if detail.starts_with("connection closed") => {
+            AdbError::DeviceVanished {
+                serial: serial.to_string(),
+                what,
+            }
+        }
         other => other,
     }
 }

@@ -131,7 +131,7 @@ fn assert_typed_exactly(text: &str) {
         results[0]
     );
     // The device received exactly the text (truth log) and shows exactly it (next dump).
-    assert_eq!(sim.typed(), text);
+    assert_eq!(sim.typed(), text, "{:?}", sim.inputs());
     assert_eq!(text_at(&sim.device(), NOTE_BODY), text);
     // Nothing ran but the tap and the typing: no launch, force-stop or other input, and the
     // device still shows the start screen.
@@ -141,14 +141,10 @@ fn assert_typed_exactly(text: &str) {
         .map(|i| i["input"].as_str().unwrap().to_string())
         .collect();
     assert!(
-        kinds[0] == "tap" && kinds[1..].iter().all(|k| k == "text" || k == "key"),
+        kinds[..2] == ["launch", "tap"] && kinds[2..].iter().all(|k| k == "text" || k == "key"),
         "{kinds:?}"
     );
-    assert!(
-        sim.screens().iter().all(|s| s == "s001"),
-        "{:?}",
-        sim.screens()
-    );
+    assert_eq!(sim.screens(), ["@launcher", "s001"]);
 }
 
 macro_rules! hostile_text {

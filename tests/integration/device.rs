@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use droid::adb::ServerConfig;
+use droid::adb::{AdbError, ServerConfig};
 use droid::device::{AdbDevice, Device, DeviceConfig, DeviceError};
 
 use super::common::{droid, fixtures};
@@ -51,8 +51,11 @@ impl SimProc {
         }
     }
 
+    /// The notes app model with the app launched (the simulator starts on the launcher).
     pub fn notes(extra: &[&str]) -> SimProc {
-        SimProc::start(&notes_model(), extra)
+        let sim = SimProc::start(&notes_model(), extra);
+        sim.device().launch(NOTES_PACKAGE).unwrap();
+        sim
     }
 
     pub fn device_config(&self) -> DeviceConfig {
@@ -142,13 +145,14 @@ pub const NOTES_MAIN: &str = "com.simplemobiletools.notes.pro.activities.MainAct
 /// The note body on the start screen (s001): focused, editable.
 pub const NOTE_BODY: [i32; 4] = [0, 435, 1080, 2148];
 
-/// The text of the element with exactly these bounds in a fresh dump.
+/// The text of the editable element with exactly these bounds in a fresh dump (its container
+/// has the same bounds).
 pub fn text_at(device: &dyn Device, bounds: [i32; 4]) -> String {
     let xml = device.dump_hierarchy().unwrap();
     let elements = droid::ui::parse(&xml).unwrap();
     elements
         .iter()
-        .find(|e| <[i32; 4]>::from(e.bounds) == bounds)
+        .find(|e| e.editable && <[i32; 4]>::from(e.bounds) == bounds)
         .map(|e| e.text.clone())
         .unwrap_or_else(|| panic!("no element at {bounds:?}"))
 }
@@ -275,12 +279,19 @@ fn a_disconnecting_device_gives_a_clear_error_not_a_hang() {
         }
     }
     let err = last.expect("the simulated device disconnects");
-    let text = err.to_string();
     assert!(
-        text.contains("vanished")
-            || text.contains("timed out")
-            || text.contains("not reachable")
-            || text.contains("not found"),
-        "{text}"
+        matches!(err, DeviceError::Adb(AdbError::DeviceVanished { .. })),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&format!("device {} vanished", sim.serial)),
+        "{err}"
+    );
+    // While it is gone, the next command says so instead of hanging.
+    let err = device.dump_hierarchy().unwrap_err();
+    assert!(
+        matches!(err, DeviceError::Adb(AdbError::DeviceNotFound { .. })),
+        "{err:?}"
     );
 }
