@@ -184,62 +184,63 @@ fn element_of(
     parent_xpath: &str,
     position: usize,
 ) -> Result<UiElement, ParseError> {
-    let text_attr = |name| node.attribute(name).unwrap_or_default().to_string();
-    let flag = |name| node.attribute(name) == Some("true");
-    let bounds = match node.attribute("bounds") {
-        Some(value) => parse_bounds(value).ok_or_else(|| ParseError::BadBounds {
-            element: id,
-            value: value.to_string(),
-        })?,
-        None => Bounds::default(),
-    };
-    let class_name = text_attr("class");
-    let (center_x, center_y) = bounds.center();
-    let step = if class_name.is_empty() {
-        "node"
-    } else {
-        &class_name
-    };
-    let visible = match node.attribute("visible-to-user") {
-        Some(value) => value == "true",
-        None => bounds.area() > 0,
-    };
-    Ok(UiElement {
+    let mut e = UiElement {
         element_id: id,
         parent,
         depth,
-        bounds,
-        text: text_attr("text"),
-        content_desc: clean_desc(node.attribute("content-desc")),
-        editable: is_text_input(&class_name),
-        xpath: format!("{parent_xpath}/{step}[{position}]"),
-        class_name,
-        package: text_attr("package"),
-        resource_id: text_attr("resource-id"),
-        hint: text_attr("hint"),
-        clickable: flag("clickable"),
-        long_clickable: flag("long-clickable"),
-        scrollable: flag("scrollable"),
-        checkable: flag("checkable"),
-        checked: flag("checked"),
-        enabled: flag("enabled"),
-        focusable: flag("focusable"),
-        focused: flag("focused"),
-        selected: flag("selected"),
-        password: flag("password"),
-        visible,
-        center_x,
-        center_y,
-        signature: String::new(),
-        ref_id: None,
-    })
+        ..UiElement::default()
+    };
+    let (mut bounds, mut visible_to_user) = (None, None);
+    // One pass over the attributes: a node has about twenty, looked up by name they cost more
+    // than the rest of the parse.
+    for attribute in node.attributes() {
+        let value = attribute.value();
+        let flag = value == "true";
+        match attribute.name() {
+            "text" => e.text = value.to_string(),
+            "content-desc" => e.content_desc = clean_desc(value),
+            "class" => e.class_name = value.to_string(),
+            "package" => e.package = value.to_string(),
+            "resource-id" => e.resource_id = value.to_string(),
+            "hint" => e.hint = value.to_string(),
+            "clickable" => e.clickable = flag,
+            "long-clickable" => e.long_clickable = flag,
+            "scrollable" => e.scrollable = flag,
+            "checkable" => e.checkable = flag,
+            "checked" => e.checked = flag,
+            "enabled" => e.enabled = flag,
+            "focusable" => e.focusable = flag,
+            "focused" => e.focused = flag,
+            "selected" => e.selected = flag,
+            "password" => e.password = flag,
+            "visible-to-user" => visible_to_user = Some(flag),
+            "bounds" => bounds = Some(value),
+            _ => {}
+        }
+    }
+    if let Some(value) = bounds {
+        e.bounds = parse_bounds(value).ok_or_else(|| ParseError::BadBounds {
+            element: id,
+            value: value.to_string(),
+        })?;
+    }
+    (e.center_x, e.center_y) = e.bounds.center();
+    e.visible = visible_to_user.unwrap_or(e.bounds.area() > 0);
+    e.editable = is_text_input(&e.class_name);
+    let step = if e.class_name.is_empty() {
+        "node"
+    } else {
+        &e.class_name
+    };
+    e.xpath = format!("{parent_xpath}/{step}[{position}]");
+    Ok(e)
 }
 
 /// Some OEM dumps (vivo) write a missing description as the literal string `null`.
-fn clean_desc(desc: Option<&str>) -> String {
+fn clean_desc(desc: &str) -> String {
     match desc {
-        Some("null") | None => String::new(),
-        Some(desc) => desc.to_string(),
+        "null" => String::new(),
+        desc => desc.to_string(),
     }
 }
 

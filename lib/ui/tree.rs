@@ -22,6 +22,10 @@
 //! sibling subtree that prints exactly like an earlier sibling is dropped and counted in a
 //! `- (N repeated items omitted)` line. Refs count from 1 in reading order.
 
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
 use super::UiElement;
 
 /// Longest label shown, in characters; longer ones end with `…`.
@@ -119,6 +123,8 @@ struct Shown {
     children: Vec<Shown>,
     /// Siblings dropped after `children` as repeats.
     omitted: usize,
+    /// Hash of the subtree as printed without refs: equal keys print alike.
+    key: u64,
 }
 
 struct Builder<'a> {
@@ -153,10 +159,18 @@ impl Builder<'_> {
             folded_label: None,
             children: kids,
             omitted,
+            key: 0,
         };
         if actionable && label(e).is_none() {
             self.fold_text_children(&mut node);
         }
+        let mut hasher = DefaultHasher::new();
+        line(e, &node, None).hash(&mut hasher);
+        node.omitted.hash(&mut hasher);
+        for child in &node.children {
+            child.key.hash(&mut hasher);
+        }
+        node.key = hasher.finish();
         vec![node]
     }
 
@@ -190,12 +204,10 @@ impl Builder<'_> {
 
     /// Drops siblings that print exactly like an earlier one; returns how many.
     fn drop_repeats(&self, kids: &mut Vec<Shown>, pruned: &mut Pruned) -> usize {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         let before = kids.len();
         kids.retain(|kid| {
-            let mut key = String::new();
-            self.key(kid, &mut key);
-            if seen.insert(key) {
+            if seen.insert(kid.key) {
                 true
             } else {
                 collect_ids(kid, &mut pruned.repeated);
@@ -203,16 +215,6 @@ impl Builder<'_> {
             }
         });
         before - kids.len()
-    }
-
-    /// The subtree as printed, without refs.
-    fn key(&self, node: &Shown, out: &mut String) {
-        out.push_str(&line(&self.elements[node.id as usize], node, None));
-        out.push('{');
-        for child in &node.children {
-            self.key(child, out);
-        }
-        out.push_str(&format!("}}{}", node.omitted));
     }
 }
 
