@@ -34,7 +34,13 @@ pub enum ParseError {
     NotHierarchy(String),
     #[error("node {element}: bad bounds {value:?}")]
     BadBounds { element: u32, value: String },
+    /// Nested deeper than any real screen; refused so that walking it cannot exhaust the stack.
+    #[error("nodes nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
 }
+
+/// Deepest nesting accepted. Real dumps stay under 100 levels.
+pub const MAX_DEPTH: usize = 1000;
 
 /// Parses a dump into elements in document order (`element_id` = position), with every field
 /// filled, `signature` included.
@@ -72,6 +78,22 @@ pub(crate) fn document(input: &str) -> Result<roxmltree::Document<'_>, ParseErro
     let root = doc.root_element().tag_name().name();
     if root != "hierarchy" {
         return Err(ParseError::NotHierarchy(root.to_string()));
+    }
+    // Depth per node, parents first (document order), indexed by roxmltree's node ids.
+    let mut depths: Vec<usize> = Vec::new();
+    for node in doc.descendants() {
+        let id = node.id().get_usize();
+        let depth = node
+            .parent()
+            .and_then(|p| depths.get(p.id().get_usize()))
+            .map_or(0, |d| d + 1);
+        if depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep);
+        }
+        if depths.len() <= id {
+            depths.resize(id + 1, 0);
+        }
+        depths[id] = depth;
     }
     Ok(doc)
 }
@@ -338,6 +360,22 @@ mod tests {
             parse(&dump(r#"<node bounds="[1,2]"/>"#)),
             Err(ParseError::BadBounds { element: 0, .. })
         ));
+    }
+
+    #[test]
+    fn absurd_nesting_is_refused_not_a_stack_overflow() {
+        let deep = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(MAX_DEPTH + 5),
+            "</node>".repeat(MAX_DEPTH + 5)
+        );
+        assert_eq!(parse(&deep), Err(ParseError::TooDeep));
+        let fine = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(200),
+            "</node>".repeat(200)
+        );
+        assert_eq!(parse(&fine).unwrap().len(), 200);
     }
 
     #[test]

@@ -18,7 +18,8 @@
 //! nothing when it has none, or by its children when they are all containers themselves and it
 //! has no resource id, and is shown as `Group` otherwise; an actionable element
 //! without a label takes the labels of its content when nothing in it is actionable and there are
-//! at most six (`Button "Title / Subtitle"`); a
+//! at most six (`Button "Title / Subtitle"`), and a labelled one drops plain children that only
+//! repeat its label; a
 //! sibling subtree that prints exactly like an earlier sibling is dropped and counted in a
 //! `- (N repeated items omitted)` line. Refs count from 1 in reading order.
 
@@ -161,8 +162,10 @@ impl Builder<'_> {
             omitted,
             key: 0,
         };
-        if actionable && label(e).is_none() {
-            self.fold_text_children(&mut node);
+        match label(e) {
+            None if actionable => self.fold_text_children(&mut node),
+            None => {}
+            Some(own) => self.drop_echoes(&mut node, &own),
         }
         let mut hasher = DefaultHasher::new();
         line(e, &node, None).hash(&mut hasher);
@@ -187,6 +190,16 @@ impl Builder<'_> {
         labels.dedup();
         node.folded_label = Some(labels.join(" / "));
         node.children.clear();
+    }
+
+    /// Plain text children that only repeat their parent's label (`Button "1"` over `Text "1"`)
+    /// say nothing new.
+    fn drop_echoes(&self, node: &mut Shown, own: &str) {
+        node.children.retain(|child| {
+            let e = &self.elements[child.id as usize];
+            let plain = child.children.is_empty() && child.omitted == 0 && !is_actionable(e);
+            !(plain && label(e).as_deref() == Some(own))
+        });
     }
 
     /// Collects the labels of a subtree in reading order; `false` when it holds anything that
@@ -454,6 +467,17 @@ mod tests {
         );
         let (text, _) = tree(&row);
         assert_eq!(text, "- Button \"Wi-Fi / Off\" [ref=1]\n");
+    }
+
+    #[test]
+    fn children_echoing_the_label_go() {
+        let key = node(
+            r#"class="android.widget.FrameLayout" content-desc="1" clickable="true""#,
+            &(node(r#"class="android.widget.TextView" text="1""#, "")
+                + &node(r#"class="android.widget.TextView" text="ABC""#, "")),
+        );
+        let (text, _) = tree(&key);
+        assert_eq!(text, "- Button \"1\" [ref=1]\n  - Text \"ABC\"\n");
     }
 
     #[test]
