@@ -20,6 +20,11 @@ pub enum ParseError {
     /// No window had accessibility focus (a secure screen, a screen being switched, a lock).
     #[error("uiautomator returned a null root node (no active window)")]
     NullRoot,
+    /// Only the tool's success line (`UI hierchary dumped to: PATH`): the XML went to a file.
+    #[error(
+        "no XML, only uiautomator's status line {0:?}: the dump is in that file on the device"
+    )]
+    StatusOnly(String),
     /// Another `ERROR:` line or an exception from the uiautomator tool.
     #[error("uiautomator failed: {0}")]
     Tool(String),
@@ -125,6 +130,9 @@ fn tool_error(text: &str) -> ParseError {
     }
     if text.contains("null root node") {
         return ParseError::NullRoot;
+    }
+    if let Some(status) = text.lines().find(|l| l.contains("dumped to:")) {
+        return ParseError::StatusOnly(one_line(status));
     }
     let telling_line = text.lines().map(str::trim).find(|line| {
         line.starts_with("ERROR") || line.contains("Exception") || line.contains("Error:")
@@ -352,6 +360,10 @@ mod tests {
             Err(ParseError::Truncated(_))
         ));
         assert!(matches!(parse("hello world"), Err(ParseError::NotXml(_))));
+        assert!(matches!(
+            parse("UI hierchary dumped to: /sdcard/window_dump.xml\n"),
+            Err(ParseError::StatusOnly(_))
+        ));
         assert_eq!(
             parse("<html><body/></html>"),
             Err(ParseError::NotHierarchy("html".into()))
