@@ -84,7 +84,7 @@ fn combine<'a>(element: &UiElement, children: impl Iterator<Item = &'a str>) -> 
         hasher.update(child.as_bytes());
     }
     let digest = hasher.finalize();
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hash::hex(&digest[..8])
 }
 
 /// What can be done to a widget (DroidBot's possible events).
