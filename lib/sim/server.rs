@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -48,6 +48,8 @@ const SYNC_DATA_MAX: u32 = 64 * 1024;
 const PACKET_MAX: u32 = 1024 * 1024;
 const PUSH_MAX: usize = 64 * 1024 * 1024;
 const STDIN_MAX: usize = 16 * 1024 * 1024;
+/// Client bytes (stdin, pushed files) held in memory by all connections together.
+const CLIENT_BYTES_MAX: usize = 128 * 1024 * 1024;
 
 /// How to start a simulated device.
 #[derive(Debug, Clone)]
@@ -155,6 +157,7 @@ impl Sim {
             stopped: (Mutex::new(false), Condvar::new()),
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(0),
+            client_bytes: AtomicUsize::new(0),
         });
         let accept_shared = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -220,6 +223,38 @@ struct Shared {
     stopped: (Mutex<bool>, Condvar),
     connections: Mutex<HashMap<u64, TcpStream>>,
     next_connection: AtomicU64,
+    /// Bytes of client data held right now (see [`Held`]).
+    client_bytes: AtomicUsize,
+}
+
+/// A share of [`CLIENT_BYTES_MAX`] taken by one connection, given back on drop, so many hostile
+/// clients together cannot exhaust memory either.
+struct Held<'a> {
+    pool: &'a AtomicUsize,
+    bytes: usize,
+}
+
+impl<'a> Held<'a> {
+    fn new(pool: &'a AtomicUsize) -> Self {
+        Held { pool, bytes: 0 }
+    }
+
+    /// Takes `n` more bytes; false (and nothing taken) when the pool is exhausted.
+    fn grow(&mut self, n: usize) -> bool {
+        let before = self.pool.fetch_add(n, Ordering::SeqCst);
+        if before + n > CLIENT_BYTES_MAX {
+            self.pool.fetch_sub(n, Ordering::SeqCst);
+            return false;
+        }
+        self.bytes += n;
+        true
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.pool.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
 }
 
 impl Shared {
@@ -593,7 +628,7 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
         ),
         Service::Shell { v2: true, command } => {
             okay(stream)?;
-            let mut input = ClientInput::new(stream, true);
+            let mut input = ClientInput::new(stream, true, &shared.client_bytes);
             let mut sink = V2Sink { stream };
             let status = run_shell(shared, command, &mut input, &mut sink);
             let mut exit = vec![3u8];
@@ -604,7 +639,7 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
         Service::Shell { v2: false, command } | Service::Exec(command) => {
             okay(stream)?;
             let mut sink = RawSink { stream };
-            let mut input = ClientInput::new(stream, false);
+            let mut input = ClientInput::new(stream, false, &shared.client_bytes);
             run_shell(shared, command, &mut input, &mut sink);
             Ok(())
         }
@@ -675,6 +710,7 @@ impl Sink for RawSink<'_> {
 /// [`STDIN_MAX`], and a packet above [`PACKET_MAX`] ends stdin.
 struct ClientInput<'a> {
     stream: &'a TcpStream,
+    held: Held<'a>,
     v2: bool,
     /// Received, not yet parsed (a partial packet).
     pending: Vec<u8>,
@@ -687,9 +723,10 @@ struct ClientInput<'a> {
 }
 
 impl<'a> ClientInput<'a> {
-    fn new(stream: &'a TcpStream, v2: bool) -> Self {
+    fn new(stream: &'a TcpStream, v2: bool, pool: &'a AtomicUsize) -> Self {
         ClientInput {
             stream,
+            held: Held::new(pool),
             v2,
             pending: Vec::new(),
             data: Vec::new(),
@@ -712,8 +749,12 @@ impl<'a> ClientInput<'a> {
             Ok(n) => {
                 // After stdin ended, further bytes are read (to notice the hangup) and dropped.
                 if !self.closed {
-                    self.pending.extend_from_slice(&buf[..n]);
-                    self.parse();
+                    if self.held.grow(n) {
+                        self.pending.extend_from_slice(&buf[..n]);
+                        self.parse();
+                    } else {
+                        self.closed = true;
+                    }
                 }
                 true
             }
@@ -929,7 +970,7 @@ fn sync(shared: &Shared, stream: &mut &TcpStream) -> io::Result<()> {
                 }
             }
             _ => {
-                if !receive_push(fs, stream, &path)? {
+                if !receive_push(fs, stream, &path, &shared.client_bytes)? {
                     return Ok(());
                 }
             }
@@ -938,9 +979,15 @@ fn sync(shared: &Shared, stream: &mut &TcpStream) -> io::Result<()> {
 }
 
 /// `SEND "path,mode"`: `DATA` chunks then `DONE` + mtime. False when the session must end.
-fn receive_push(fs: &shell::FsHandle, stream: &mut &TcpStream, spec: &str) -> io::Result<bool> {
+fn receive_push(
+    fs: &shell::FsHandle,
+    stream: &mut &TcpStream,
+    spec: &str,
+    pool: &AtomicUsize,
+) -> io::Result<bool> {
     let path = spec.rsplit_once(',').map_or(spec, |(path, _mode)| path);
     let mut data = Vec::new();
+    let mut held = Held::new(pool);
     loop {
         let mut header = [0u8; 8];
         stream.read_exact(&mut header)?;
@@ -951,7 +998,7 @@ fn receive_push(fs: &shell::FsHandle, stream: &mut &TcpStream, spec: &str) -> io
                     sync_fail(stream, "data chunk too large")?;
                     return Ok(false);
                 }
-                if data.len() + len as usize > PUSH_MAX {
+                if data.len() + len as usize > PUSH_MAX || !held.grow(len as usize) {
                     sync_fail(
                         stream,
                         &format!(
@@ -1000,6 +1047,20 @@ fn receive_push(fs: &shell::FsHandle, stream: &mut &TcpStream, spec: &str) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_bytes_are_bounded_across_connections_and_given_back() {
+        let pool = AtomicUsize::new(0);
+        let mut first = Held::new(&pool);
+        assert!(first.grow(CLIENT_BYTES_MAX - 10));
+        let mut second = Held::new(&pool);
+        assert!(!second.grow(11));
+        assert!(second.grow(10));
+        drop(first);
+        assert_eq!(pool.load(Ordering::SeqCst), 10);
+        drop(second);
+        assert_eq!(pool.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn host_prefixes_split_serials_with_colons() {
