@@ -705,6 +705,10 @@ impl World {
     // ---- touch ----
 
     fn touch(&mut self, x: i32, y: i32, action: Action) {
+        let (width, height) = self.screen_size();
+        if x < 0 || y < 0 || x >= width as i32 || y >= height as i32 {
+            return; // off the display: no window receives it
+        }
         match self.front {
             Front::Launcher => {
                 if action == Action::Click {
@@ -857,6 +861,9 @@ impl World {
     }
 
     fn type_text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
         let Some(field) = self.focused_field() else {
             return;
         };
