@@ -600,14 +600,23 @@ impl Env {
     }
 }
 
-/// Runs a parsed script; returns its exit status (0..=255).
+/// How a script ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finish {
+    /// The exit status, 0..=255.
+    pub status: u8,
+    /// The `exit` builtin ended it (an interactive shell then closes).
+    pub exited: bool,
+}
+
+/// Runs a parsed script.
 pub fn execute(
     script: &Script,
     programs: &dyn Programs,
     fs: &FsHandle,
     session: &mut dyn Session,
     sink: &mut dyn Sink,
-) -> u8 {
+) -> Finish {
     let mut env = Env::default();
     for (connector, pipeline) in &script.items {
         let run = match connector {
@@ -620,10 +629,18 @@ pub fn execute(
         }
         match run_pipeline(pipeline, programs, fs, session, sink, &mut env) {
             Flow::Next(next) => env.status = next,
-            Flow::Exit(code) => return (code & 0xff) as u8,
+            Flow::Exit(code) => {
+                return Finish {
+                    status: (code & 0xff) as u8,
+                    exited: true,
+                }
+            }
         }
     }
-    (env.status & 0xff) as u8
+    Finish {
+        status: (env.status & 0xff) as u8,
+        exited: false,
+    }
 }
 
 enum Flow {
@@ -1342,7 +1359,7 @@ mod tests {
 
     fn run(line: &str, fs: &FsHandle) -> (u8, String) {
         let mut sink = Collect::default();
-        let status = execute(&parse(line).unwrap(), &Echo, fs, &mut Gone, &mut sink);
+        let status = execute(&parse(line).unwrap(), &Echo, fs, &mut Gone, &mut sink).status;
         let text = sink
             .0
             .iter()

@@ -312,6 +312,60 @@ fn shell_v2_reads_the_clients_stdin_packets() {
     assert_eq!(result.status, Some(0));
 }
 
+/// Stdin packets (id 0) with the given payloads, then close-stdin.
+fn stdin_packets(pieces: &[&[u8]]) -> Vec<u8> {
+    let mut packets = Vec::new();
+    for piece in pieces {
+        packets.push(0);
+        packets.extend_from_slice(&(piece.len() as u32).to_le_bytes());
+        packets.extend_from_slice(piece);
+    }
+    packets.extend_from_slice(&[4, 0, 0, 0, 0]);
+    packets
+}
+
+#[test]
+fn a_shell_without_command_reads_its_script_from_stdin() {
+    let sim = start();
+    let mut stream = transport(&sim);
+    send(&mut stream, "shell,v2,raw:");
+    status(&mut stream).unwrap();
+    stream
+        .write_all(&stdin_packets(&[
+            b"echo one; ls /nope\n",
+            b"exit 4\necho never\n",
+        ]))
+        .unwrap();
+    let result = read_packets(&mut stream);
+    assert_eq!(result.stdout, b"one\n");
+    assert_eq!(result.stderr, "ls: /nope: No such file or directory\n");
+    assert_eq!(result.status, Some(4));
+}
+
+#[test]
+fn an_interactive_pty_shell_echoes_edits_and_exits() {
+    let sim = start();
+    let mut stream = transport(&sim);
+    send(&mut stream, "shell,v2,TERM=xterm,pty:");
+    status(&mut stream).unwrap();
+    // Keystrokes as a terminal in raw mode sends them: Enter is \r, DEL erases.
+    stream
+        .write_all(&stdin_packets(&[
+            b"echo hi\x7fo\r",
+            b"ls /nope\r",
+            b"\x03exit 6\r",
+        ]))
+        .unwrap();
+    let result = read_packets(&mut stream);
+    let screen = String::from_utf8(result.stdout).unwrap();
+    assert_eq!(
+        screen,
+        "sim:/ $ echo hi\x08 \x08o\r\nho\r\nsim:/ $ ls /nope\r\nls: /nope: No such file or directory\r\nsim:/ $ ^C\r\nsim:/ $ exit 6\r\n"
+    );
+    assert_eq!(result.stderr, "", "a PTY has one stream");
+    assert_eq!(result.status, Some(6));
+}
+
 #[test]
 fn hostile_stdin_packets_are_bounded() {
     let sim = start();
