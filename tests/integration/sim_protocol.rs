@@ -714,6 +714,23 @@ fn am_pm_dumpsys_and_props_answer_in_device_shapes() {
 }
 
 #[test]
+fn pidof_and_kill_reach_the_app_process() {
+    let sim = start();
+    assert_eq!(shell(&sim, "pidof com.example.tiny").status, Some(1));
+    shell_ok(
+        &sim,
+        "monkey -p com.example.tiny -c android.intent.category.LAUNCHER 1",
+    );
+    let pid = shell_ok(&sim, "pidof com.example.tiny");
+    assert!(pid.trim().parse::<u32>().is_ok(), "{pid}");
+    shell_ok(&sim, &format!("kill {}", pid.trim()));
+    assert!(!shell_ok(&sim, "dumpsys window displays").contains("com.example.tiny/"));
+    let missing = shell(&sim, "kill 1");
+    assert_eq!(missing.status, Some(1));
+    assert_eq!(missing.stderr, "kill: 1: No such process\n");
+}
+
+#[test]
 fn a_crash_fills_the_crash_buffer_until_cleared() {
     let sim = start();
     shell_ok(
