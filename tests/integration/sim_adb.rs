@@ -314,6 +314,15 @@ fn usage_and_model_errors_exit_2_and_1() {
     let stderr = String::from_utf8_lossy(&bad_model.stderr);
     assert!(stderr.starts_with("droid-sim: error: "), "{stderr}");
     assert!(bad_model.stdout.is_empty(), "no ready line");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let busy = droid("droid-sim")
+        .args(["--app", "builtin:tiny", "--port", &port])
+        .output()
+        .unwrap();
+    assert_eq!(busy.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&busy.stderr)
+        .contains(&format!("cannot listen on 127.0.0.1:{port}")));
     let help = droid("droid-sim").arg("--help").output().unwrap();
     let help = stdout(&help);
     for fault in [
