@@ -376,8 +376,8 @@ impl World {
         Err(LaunchError::NoSuchActivity(component.to_string()))
     }
 
-    /// Starts the screen's app afresh with that screen alone on its back stack (a device
-    /// prepared mid-app: `droid-sim --start-screen`, tests of screens no path reaches).
+    /// Starts the screen's app afresh with that screen alone on its back stack: a device
+    /// prepared mid-app, for screens no path from the start screen reaches.
     pub fn open_screen(&mut self, id: &str) -> Result<(), LaunchError> {
         let index = self
             .model
@@ -574,16 +574,11 @@ impl World {
             // The ANR dialog cannot be cancelled: only its buttons (or HOME) dismiss it.
             Front::App if self.anr_showing => {}
             Front::App => {
-                let from = self.top_screen_index();
-                let back_transition = from.and_then(|from| {
-                    self.model
-                        .transitions()
-                        .iter()
-                        .find(|t| t.from == from && t.action == Action::Back)
-                        .cloned()
-                });
+                let back_transition = self
+                    .top_screen_index()
+                    .and_then(|from| self.first_untargeted(from, Action::Back));
                 match back_transition {
-                    Some(t) => self.fire(&t.to, Stack::AfterBack, None),
+                    Some(to) => self.fire(&to, Stack::AfterBack, None),
                     None => {
                         self.pop();
                         self.shown();
@@ -705,6 +700,10 @@ impl World {
     // ---- touch ----
 
     fn touch(&mut self, x: i32, y: i32, action: Action) {
+        let (width, height) = self.screen_size();
+        if x < 0 || y < 0 || x >= width as i32 || y >= height as i32 {
+            return; // off the display: no window receives it
+        }
         match self.front {
             Front::Launcher => {
                 if action == Action::Click {
@@ -737,8 +736,9 @@ impl World {
         if let Some(from) = self.top_screen_index() {
             let screen = self.model.screen(from);
             let nodes = screen.nodes();
+            let reached = reached_by_touch(&roots, &chain);
             let fired = self.first_transition(from, action, |target| {
-                chain.iter().rev().any(|&i| target.matches(nodes[i]))
+                reached.iter().any(|&i| target.matches(nodes[i]))
             });
             if let Some(to) = fired {
                 self.fire(&to, Stack::Push, None);
@@ -857,6 +857,9 @@ impl World {
     }
 
     fn type_text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
         let Some(field) = self.focused_field() else {
             return;
         };
@@ -1360,6 +1363,41 @@ fn touch_chain(roots: &[Node], x: i32, y: i32) -> Vec<usize> {
         first.get_or_insert(chain);
     }
     first.unwrap_or_default()
+}
+
+/// The nodes a touch along `chain` stands for: the chain itself, and the passive descendants of
+/// the view that handles it (the deepest clickable one). A label inside a clickable row cannot
+/// take a touch itself, so a transition recorded on the label is the row's: a tap anywhere on
+/// the row fires it, as the row's click listener would. Descendants under another clickable
+/// view belong to that view instead.
+fn reached_by_touch(roots: &[Node], chain: &[usize]) -> Vec<usize> {
+    let flat = flatten(roots);
+    let handles = |i: usize| flat[i].0.flag("clickable") || flat[i].0.flag("long-clickable");
+    let mut reached = chain.to_vec();
+    let Some(&handler) = chain.iter().rev().find(|&&i| handles(i)) else {
+        return reached;
+    };
+    // Document order: the handler's subtree is the run of nodes right after it.
+    for node in handler + 1..flat.len() {
+        let mut passive = !handles(node);
+        let mut parent = flat[node].1;
+        let mut inside = false;
+        while let Some(p) = parent {
+            if p == handler {
+                inside = true;
+                break;
+            }
+            passive &= !handles(p);
+            parent = flat[p].1;
+        }
+        if !inside {
+            break;
+        }
+        if passive {
+            reached.push(node);
+        }
+    }
+    reached
 }
 
 fn apply_state(node: &mut Node, entry: &Entry, focus: Option<usize>, index: &mut usize) {
