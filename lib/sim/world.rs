@@ -121,6 +121,8 @@ impl Entry {
 struct Task {
     package: String,
     stack: Vec<Entry>,
+    /// Started by another app (a link to a browser): finishing it returns to that app.
+    opened_from_app: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -518,8 +520,22 @@ impl World {
         self.tasks.push(Task {
             package: package.to_string(),
             stack: vec![Entry::new(view)],
+            opened_from_app: false,
         });
         self.front = Front::App;
+    }
+
+    /// `@external:PKG`: the other app comes up in its own task (as a browser opened by a link
+    /// does), so relaunching the model's app shows the app again, and finishing the other app
+    /// returns to it.
+    fn open_external(&mut self, package: &str) {
+        if !self.bring_task_to_front(package) {
+            let view = self.view_of_package(package);
+            self.start_task(package, view);
+        }
+        if let Some(task) = self.tasks.last_mut() {
+            task.opened_from_app = true;
+        }
     }
 
     fn start_process(&mut self, package: &str) {
@@ -581,13 +597,21 @@ impl World {
     }
 
     /// Pops the top entry; an emptied task is finished and the launcher comes to the front.
+    /// Pops the top entry; an emptied task is finished, and the app that opened it (else the
+    /// launcher) comes to the front.
     fn pop(&mut self) {
-        if let Some(task) = self.tasks.last_mut() {
-            task.stack.pop();
-            if task.stack.is_empty() {
-                self.tasks.pop();
-                self.front = Front::Launcher;
-            }
+        let Some(task) = self.tasks.last_mut() else {
+            return;
+        };
+        task.stack.pop();
+        if task.stack.is_empty() {
+            let opened_from_app = task.opened_from_app;
+            self.tasks.pop();
+            self.front = if opened_from_app && !self.tasks.is_empty() {
+                Front::App
+            } else {
+                Front::Launcher
+            };
         }
     }
 
@@ -595,10 +619,11 @@ impl World {
     /// entries above it finish), otherwise it is pushed (or replaces the top, for gestures).
     fn navigate(&mut self, view: View, push: Stack) {
         if push == Stack::AfterBack {
+            let tasks = self.tasks.len();
             self.pop();
-            if self.front != Front::App {
-                // Back left the app; a back transition to another screen restarts it there.
-                let package = self.package_of(&view);
+            if self.tasks.len() < tasks {
+                // Back finished the task; a back transition to another screen restarts it there.
+                let package = view_package(&self.model, &view);
                 self.start_task(&package, view);
                 return;
             }
@@ -625,11 +650,7 @@ impl World {
                     self.carry_field(&resource_id, text);
                 }
             }
-            Destination::External(package) => {
-                self.start_process(package);
-                let view = self.view_of_package(package);
-                self.navigate(view, Stack::Push);
-            }
+            Destination::External(package) => self.open_external(package),
             Destination::Crash(exception) => self.crash(exception),
         }
         self.shown();
@@ -672,7 +693,7 @@ impl World {
             if let Some(at) = task
                 .stack
                 .iter()
-                .position(|e| self_package(&self.model, &e.view) == package)
+                .position(|e| view_package(&self.model, &e.view) == package)
             {
                 task.stack.truncate(at);
             }
@@ -907,10 +928,6 @@ impl World {
         }
     }
 
-    fn package_of(&self, view: &View) -> String {
-        self_package(&self.model, view)
-    }
-
     fn visible_screen(&self) -> Screen {
         match self.front {
             Front::Launcher => self.launcher_screen(),
@@ -1121,7 +1138,8 @@ enum Stack {
     AfterBack,
 }
 
-fn self_package(model: &AppModel, view: &View) -> String {
+/// The package whose activity shows `view`.
+fn view_package(model: &AppModel, view: &View) -> String {
     match view {
         View::Model(index) => model.screen(*index).package.clone(),
         View::External(package) => package.clone(),

@@ -477,6 +477,11 @@ fn a_crash_kills_the_app_and_fills_the_crash_buffer() {
     assert_ne!(w.pid(TINY), Some(pid));
 }
 
+fn tap_text_after_launch(w: &mut World, text: &str) {
+    w.launch(TINY).unwrap();
+    tap_text(w, text);
+}
+
 #[test]
 fn an_external_link_brings_another_app_to_the_front() {
     let mut w = tiny();
@@ -485,10 +490,21 @@ fn an_external_link_brings_another_app_to_the_front() {
     assert_eq!(front.package, "com.android.chrome");
     assert_eq!(front.screen, "@external:com.android.chrome");
     assert!(w.hierarchy_xml().contains("package=\"com.android.chrome\""));
+    // The browser runs in its own task: launching the app shows the app again...
+    w.launch(TINY).unwrap();
+    assert_eq!(screen(&w), "home");
+    w.launch("com.android.chrome").unwrap();
+    assert_eq!(screen(&w), "@external:com.android.chrome");
+    // ...and finishing the browser returns to the app that opened it.
     w.key("KEYCODE_BACK").unwrap();
     assert_eq!(screen(&w), "home");
-    w.force_stop(TINY);
+    w.key("KEYCODE_BACK").unwrap();
     assert_eq!(screen(&w), "@launcher");
+    tap_text_after_launch(&mut w, "Website");
+    w.force_stop("com.android.chrome");
+    assert_eq!(screen(&w), "@launcher", "the browser's task was in front");
+    w.launch(TINY).unwrap();
+    assert_eq!(screen(&w), "home");
 }
 
 #[test]
