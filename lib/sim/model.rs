@@ -666,6 +666,55 @@ fn make_node(
     }
 }
 
+/// Window roots as `uiautomator dump` writes them: one line, no trailing newline.
+pub fn write_hierarchy(roots: &[Node]) -> String {
+    let mut xml = String::from(
+        "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
+    );
+    for root in roots {
+        write_node(&mut xml, root);
+    }
+    xml.push_str("</hierarchy>");
+    xml
+}
+
+fn write_node(out: &mut String, node: &Node) {
+    out.push_str("<node");
+    for (key, value) in &node.attrs {
+        out.push(' ');
+        out.push_str(key);
+        out.push_str("=\"");
+        escape_attr(out, value);
+        out.push('"');
+    }
+    if node.children.is_empty() {
+        out.push_str(" />");
+        return;
+    }
+    out.push('>');
+    for child in &node.children {
+        write_node(out, child);
+    }
+    out.push_str("</node>");
+}
+
+/// Escapes as Android's XmlSerializer does in attribute values.
+fn escape_attr(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+}
+
 /// `[x1,y1][x2,y2]` as uiautomator writes bounds.
 pub fn format_bounds(b: Bounds) -> String {
     format!("[{},{}][{},{}]", b.x1, b.y1, b.x2, b.y2)
@@ -875,6 +924,13 @@ mod tests {
     }
 
     #[test]
+    fn attributes_escape_like_the_device() {
+        let mut out = String::new();
+        escape_attr(&mut out, "a\"<b>&\nc");
+        assert_eq!(out, "a&quot;&lt;b&gt;&amp;&#10;c");
+    }
+
+    #[test]
     fn hierarchies_parse_with_their_attribute_order() {
         let roots = parse_hierarchy(
             r#"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node index="0" text="a&#10;b" bounds="[0,0][10,10]"><node bounds="[1,2][3,4]"/></node></hierarchy>"#,
@@ -892,6 +948,9 @@ mod tests {
             "</node>".repeat(300)
         );
         assert!(parse_hierarchy(&deep).unwrap_err().contains("deeper"));
+        let written = write_hierarchy(&roots);
+        assert!(written.contains(r#"text="a&#10;b""#), "{written}");
+        assert_eq!(parse_hierarchy(&written).unwrap(), roots);
         assert!(
             parse_hierarchy(r#"<hierarchy><node bounds="[0,0][2147483647,1]"/></hierarchy>"#)
                 .is_err()

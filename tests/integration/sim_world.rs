@@ -9,6 +9,7 @@ use droid::sim::render;
 use droid::sim::truth::TruthLog;
 use droid::sim::world::{InputError, LaunchError, World, WorldOptions};
 use serde_json::Value;
+use sha2::Digest;
 
 use crate::common::fixtures;
 
@@ -477,6 +478,11 @@ fn a_crash_kills_the_app_and_fills_the_crash_buffer() {
     assert_ne!(w.pid(TINY), Some(pid));
 }
 
+fn tap_text_after_launch(w: &mut World, text: &str) {
+    w.launch(TINY).unwrap();
+    tap_text(w, text);
+}
+
 #[test]
 fn an_external_link_brings_another_app_to_the_front() {
     let mut w = tiny();
@@ -485,10 +491,21 @@ fn an_external_link_brings_another_app_to_the_front() {
     assert_eq!(front.package, "com.android.chrome");
     assert_eq!(front.screen, "@external:com.android.chrome");
     assert!(w.hierarchy_xml().contains("package=\"com.android.chrome\""));
+    // The browser runs in its own task: launching the app shows the app again...
+    w.launch(TINY).unwrap();
+    assert_eq!(screen(&w), "home");
+    w.launch("com.android.chrome").unwrap();
+    assert_eq!(screen(&w), "@external:com.android.chrome");
+    // ...and finishing the browser returns to the app that opened it.
     w.key("KEYCODE_BACK").unwrap();
     assert_eq!(screen(&w), "home");
-    w.force_stop(TINY);
+    w.key("KEYCODE_BACK").unwrap();
     assert_eq!(screen(&w), "@launcher");
+    tap_text_after_launch(&mut w, "Website");
+    w.force_stop("com.android.chrome");
+    assert_eq!(screen(&w), "@launcher", "the browser's task was in front");
+    w.launch(TINY).unwrap();
+    assert_eq!(screen(&w), "home");
 }
 
 #[test]
@@ -707,8 +724,9 @@ fn the_dump_of_a_recorded_screen_keeps_its_attributes() {
     );
 }
 
-/// Perceptual hashes (`droid::hash::phash_image`, what droid-hash uses) and PNG bytes of every
-/// screen of the bundled and fixture apps, by app. Secure screens are black and left out.
+/// Perceptual hashes (`droid::hash::phash_image`, what droid-hash uses) and digests of the raw
+/// pixels of every screen of the bundled and fixture apps, by app. Secure screens are black and
+/// left out.
 fn screen_hashes() -> Vec<(String, String, u64, Vec<u8>)> {
     let mut out = Vec::new();
     for spec in [
@@ -722,9 +740,9 @@ fn screen_hashes() -> Vec<(String, String, u64, Vec<u8>)> {
         for s in model.screens().iter().filter(|s| !s.secure) {
             w.open_screen(&s.id).unwrap();
             let shot = w.screenshot();
-            let png = render::png(&shot);
+            let pixels = sha2::Sha256::digest(shot.as_raw()).to_vec();
             let hash = droid::hash::phash_image(&image::DynamicImage::ImageRgba8(shot));
-            out.push((model.package().to_string(), s.id.clone(), hash, png));
+            out.push((model.package().to_string(), s.id.clone(), hash, pixels));
         }
     }
     out
