@@ -13,6 +13,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("phash", phash),
     ("sim_world", sim_world),
     ("sim_server", sim_server),
+    ("capture", capture),
 ];
 
 fn main() {
@@ -241,4 +242,67 @@ fn sim_server() {
         })
     });
     println!("sim_server (latency realistic): dump then screenshot {sequential:?}, both concurrently {concurrent:?} (medians)");
+}
+
+/// Device capture through droid's own ADB client against the simulator with realistic latency
+/// (notes app start screen): the dump, the screenshot and the foreground query alone, then a
+/// whole capture with the parts concurrent and sequential. Target: concurrent <= 1.1 x the
+/// slower of dump and screenshot.
+fn capture() {
+    use droid::adb::ServerConfig;
+    use droid::capture::{observe_device, DeviceOptions};
+    use droid::device::{AdbDevice, Device, DeviceConfig};
+    use droid::sim::{fault::Latency, Sim, SimConfig};
+
+    const RUNS: usize = 9;
+    let model = fixtures().join("apps/notes/model.json");
+    let mut config = SimConfig::new(model.to_string_lossy());
+    config.latency = Latency::Realistic;
+    let sim = Sim::start(config).expect("simulator");
+    let device = AdbDevice::connect(DeviceConfig {
+        server: ServerConfig {
+            host: "127.0.0.1".into(),
+            port: sim.port(),
+            start_server: false,
+            ..ServerConfig::default()
+        },
+        serial: Some(sim.serial().to_string()),
+        ..DeviceConfig::default()
+    })
+    .expect("connect to the simulator");
+    let info = device.info().expect("device info");
+    let out = std::env::temp_dir().join(format!("droid-bench-capture-{}", std::process::id()));
+    let dump = median(RUNS, || device.dump_hierarchy().expect("dump"));
+    let shot = median(RUNS, || device.screenshot().expect("screenshot"));
+    let foreground = median(RUNS, || device.foreground().expect("foreground"));
+    let whole = |concurrent| {
+        let opts = DeviceOptions {
+            out_dir: out.clone(),
+            screenshot: true,
+            concurrent,
+            run_id: None,
+            step: None,
+        };
+        median(RUNS, || {
+            observe_device(&device, &info, &opts).expect("capture")
+        })
+    };
+    let concurrent = whole(true);
+    let sequential = whole(false);
+    let _ = std::fs::remove_dir_all(&out);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("| part (medians of {RUNS}, latency realistic) | ms |");
+    println!("|---|---:|");
+    println!("| dump alone | {:.1} |", ms(dump));
+    println!("| screenshot alone | {:.1} |", ms(shot));
+    println!("| foreground alone | {:.1} |", ms(foreground));
+    println!(
+        "| capture, parts one after the other | {:.1} |",
+        ms(sequential)
+    );
+    println!("| capture, parts concurrent | {:.1} |", ms(concurrent));
+    println!(
+        "\nconcurrent capture = {:.2} x the slower of dump and screenshot (target: <= 1.10)",
+        concurrent.as_secs_f64() / dump.max(shot).as_secs_f64()
+    );
 }
