@@ -1,7 +1,14 @@
 //! One integration test binary; a module per stage (ripgrep's layout).
 
+mod act;
+mod adb;
 mod capture;
+mod capture_device;
 mod common;
+mod device;
 mod events;
 mod hash;
+mod sim_adb;
+mod sim_protocol;
+mod sim_world;
 mod ui;
