@@ -868,20 +868,32 @@ impl Device {
         true
     }
 
+    /// Delivers a signal to a simulated program or, any signal being fatal to it, an app process.
+    fn deliver(&self, pid: u32, signal: Signal) -> bool {
+        if self.signal(pid, signal) {
+            return true;
+        }
+        let mut world = self.world();
+        let app = world
+            .installed_packages()
+            .into_iter()
+            .find(|package| world.pid(package) == Some(pid));
+        match app {
+            Some(package) => {
+                world.force_stop(&package);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn kill(&self, args: &[String]) -> Output {
         let (signal, targets) = split_signal(args);
         let mut out = Output::default();
         for target in targets {
-            let delivered = target.parse::<u32>().is_ok_and(|pid| {
-                self.signal(pid, signal) || {
-                    let mut world = self.world();
-                    let package = world
-                        .installed_packages()
-                        .into_iter()
-                        .find(|p| world.pid(p) == Some(pid));
-                    package.map(|p| world.force_stop(&p)).is_some()
-                }
-            });
+            let delivered = target
+                .parse::<u32>()
+                .is_ok_and(|pid| self.deliver(pid, signal));
             if !delivered {
                 out.stderr
                     .extend(format!("kill: {target}: No such process\n").into_bytes());
@@ -896,7 +908,7 @@ impl Device {
         let mut found = false;
         for name in names {
             for pid in self.pids_of(name) {
-                found |= self.signal(pid, signal);
+                found |= self.deliver(pid, signal);
             }
         }
         Output::status(if found { 0 } else { 1 })

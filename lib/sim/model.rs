@@ -20,6 +20,13 @@ const BUILTINS: &[(&str, &str)] = &[
     ("tiny", include_str!("../../apps/tiny/model.json")),
 ];
 
+/// Larger displays than any phone or tablet are refused: every screenshot allocates the frame.
+const MAX_SCREEN_SIDE: u32 = 4096;
+/// Coordinates beyond this are not a layout but an attack on the arithmetic.
+const MAX_COORDINATE: i32 = 1_000_000;
+/// Deeper hierarchies than this are refused (real ones stay far below 100 levels).
+const MAX_DEPTH: usize = 256;
+
 /// Why a model could not be loaded; names the screen or transition at fault.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -341,7 +348,7 @@ impl AppModel {
             return Err(invalid("empty \"package\"".to_string()));
         }
         let [width, height] = raw.screen_size;
-        if width == 0 || height == 0 || width > 10_000 || height > 10_000 {
+        if width == 0 || height == 0 || width > MAX_SCREEN_SIDE || height > MAX_SCREEN_SIDE {
             return Err(invalid(format!(
                 "screen_size {width}x{height} is not a plausible display"
             )));
@@ -659,6 +666,55 @@ fn make_node(
     }
 }
 
+/// Window roots as `uiautomator dump` writes them: one line, no trailing newline.
+pub fn write_hierarchy(roots: &[Node]) -> String {
+    let mut xml = String::from(
+        "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
+    );
+    for root in roots {
+        write_node(&mut xml, root);
+    }
+    xml.push_str("</hierarchy>");
+    xml
+}
+
+fn write_node(out: &mut String, node: &Node) {
+    out.push_str("<node");
+    for (key, value) in &node.attrs {
+        out.push(' ');
+        out.push_str(key);
+        out.push_str("=\"");
+        escape_attr(out, value);
+        out.push('"');
+    }
+    if node.children.is_empty() {
+        out.push_str(" />");
+        return;
+    }
+    out.push('>');
+    for child in &node.children {
+        write_node(out, child);
+    }
+    out.push_str("</node>");
+}
+
+/// Escapes as Android's XmlSerializer does in attribute values.
+fn escape_attr(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+}
+
 /// `[x1,y1][x2,y2]` as uiautomator writes bounds.
 pub fn format_bounds(b: Bounds) -> String {
     format!("[{},{}][{},{}]", b.x1, b.y1, b.x2, b.y2)
@@ -672,7 +728,9 @@ fn parse_bounds(text: &str) -> Option<Bounds> {
         .collect::<Result<_, _>>()
         .ok()?;
     match nums[..] {
-        [x1, y1, x2, y2] => Some(Bounds { x1, y1, x2, y2 }),
+        [x1, y1, x2, y2] if nums.iter().all(|v| v.abs() <= MAX_COORDINATE) => {
+            Some(Bounds { x1, y1, x2, y2 })
+        }
         _ => None,
     }
 }
@@ -689,26 +747,29 @@ pub fn parse_hierarchy(xml: &str) -> Result<Vec<Node>, String> {
     }
     root.children()
         .filter(|n| n.has_tag_name("node"))
-        .map(xml_node)
+        .map(|n| xml_node(n, 0))
         .collect()
 }
 
-fn xml_node(node: roxmltree::Node) -> Result<Node, String> {
+fn xml_node(node: roxmltree::Node, depth: usize) -> Result<Node, String> {
+    let line = || node.document().text_pos_at(node.range().start).row;
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "line {}: nodes nested deeper than {MAX_DEPTH}",
+            line()
+        ));
+    }
     let attrs: Vec<(String, String)> = node
         .attributes()
         .map(|a| (a.name().to_string(), a.value().to_string()))
         .collect();
     let raw_bounds = node.attribute("bounds").unwrap_or("");
-    let bounds = parse_bounds(raw_bounds).ok_or_else(|| {
-        format!(
-            "line {}: bad bounds {raw_bounds:?}",
-            node.document().text_pos_at(node.range().start).row
-        )
-    })?;
+    let bounds = parse_bounds(raw_bounds)
+        .ok_or_else(|| format!("line {}: bad bounds {raw_bounds:?}", line()))?;
     let children = node
         .children()
         .filter(|n| n.has_tag_name("node"))
-        .map(xml_node)
+        .map(|n| xml_node(n, depth + 1))
         .collect::<Result<_, _>>()?;
     Ok(Node {
         attrs,
@@ -863,6 +924,13 @@ mod tests {
     }
 
     #[test]
+    fn attributes_escape_like_the_device() {
+        let mut out = String::new();
+        escape_attr(&mut out, "a\"<b>&\nc");
+        assert_eq!(out, "a&quot;&lt;b&gt;&amp;&#10;c");
+    }
+
+    #[test]
     fn hierarchies_parse_with_their_attribute_order() {
         let roots = parse_hierarchy(
             r#"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node index="0" text="a&#10;b" bounds="[0,0][10,10]"><node bounds="[1,2][3,4]"/></node></hierarchy>"#,
@@ -874,5 +942,18 @@ mod tests {
         assert!(parse_hierarchy("<hierarchy><node bounds=\"[0,0]\"/></hierarchy>").is_err());
         assert!(parse_hierarchy("<nodes/>").is_err());
         assert!(parse_hierarchy("<hierarchy>").is_err());
+        let deep = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node bounds=\"[0,0][1,1]\">".repeat(300),
+            "</node>".repeat(300)
+        );
+        assert!(parse_hierarchy(&deep).unwrap_err().contains("deeper"));
+        let written = write_hierarchy(&roots);
+        assert!(written.contains(r#"text="a&#10;b""#), "{written}");
+        assert_eq!(parse_hierarchy(&written).unwrap(), roots);
+        assert!(
+            parse_hierarchy(r#"<hierarchy><node bounds="[0,0][2147483647,1]"/></hierarchy>"#)
+                .is_err()
+        );
     }
 }

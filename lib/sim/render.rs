@@ -5,7 +5,7 @@
 //! differ in their widgets differ in large coloured areas, so a perceptual hash tells them apart
 //! as it would on a device.
 
-use image::{Rgba, RgbaImage};
+use image::RgbaImage;
 use sha2::{Digest, Sha256};
 
 use super::model::Node;
@@ -17,9 +17,16 @@ const WHITE: Colour = [255, 255, 255, 255];
 
 /// Renders window roots onto a background derived from `package`.
 pub fn render(roots: &[Node], (width, height): (u32, u32), package: &str) -> RgbaImage {
-    let mut canvas = RgbaImage::from_pixel(width, height, Rgba(background(package)));
+    let mut canvas = solid(width, height, background(package));
     draw(&mut canvas, roots);
     canvas
+}
+
+/// A frame of one colour. Built from a repeated slice rather than `RgbaImage::from_pixel`, whose
+/// per-pixel loop is instantiated in this crate and crawls in unoptimised test builds.
+fn solid(width: u32, height: u32, colour: Colour) -> RgbaImage {
+    let pixels = colour.repeat(width as usize * height as usize);
+    RgbaImage::from_raw(width, height, pixels).unwrap_or_else(|| RgbaImage::new(width, height))
 }
 
 /// Draws window roots over what the canvas already shows (a dialog over an app).
@@ -31,15 +38,16 @@ pub fn draw(canvas: &mut RgbaImage, roots: &[Node]) {
 
 /// An all-black frame: what `screencap` returns for a `FLAG_SECURE` window.
 pub fn black(width: u32, height: u32) -> RgbaImage {
-    RgbaImage::from_pixel(width, height, Rgba(BLACK))
+    solid(width, height, BLACK)
 }
 
 /// Darkens the whole frame, as the scrim behind a system dialog does.
 pub fn dim(canvas: &mut RgbaImage) {
-    for pixel in canvas.pixels_mut() {
-        for channel in &mut pixel.0[..3] {
-            *channel /= 3;
-        }
+    let buffer: &mut [u8] = canvas;
+    for pixel in buffer.chunks_exact_mut(4) {
+        pixel[0] /= 3;
+        pixel[1] /= 3;
+        pixel[2] /= 3;
     }
 }
 

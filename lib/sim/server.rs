@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -48,6 +48,8 @@ const SYNC_DATA_MAX: u32 = 64 * 1024;
 const PACKET_MAX: u32 = 1024 * 1024;
 const PUSH_MAX: usize = 64 * 1024 * 1024;
 const STDIN_MAX: usize = 16 * 1024 * 1024;
+/// Client bytes (stdin, pushed files) held in memory by all connections together.
+const CLIENT_BYTES_MAX: usize = 128 * 1024 * 1024;
 
 /// How to start a simulated device.
 #[derive(Debug, Clone)]
@@ -155,6 +157,7 @@ impl Sim {
             stopped: (Mutex::new(false), Condvar::new()),
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(0),
+            client_bytes: AtomicUsize::new(0),
         });
         let accept_shared = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -220,6 +223,38 @@ struct Shared {
     stopped: (Mutex<bool>, Condvar),
     connections: Mutex<HashMap<u64, TcpStream>>,
     next_connection: AtomicU64,
+    /// Bytes of client data held right now (see [`Held`]).
+    client_bytes: AtomicUsize,
+}
+
+/// A share of [`CLIENT_BYTES_MAX`] taken by one connection, given back on drop, so many hostile
+/// clients together cannot exhaust memory either.
+struct Held<'a> {
+    pool: &'a AtomicUsize,
+    bytes: usize,
+}
+
+impl<'a> Held<'a> {
+    fn new(pool: &'a AtomicUsize) -> Self {
+        Held { pool, bytes: 0 }
+    }
+
+    /// Takes `n` more bytes; false (and nothing taken) when the pool is exhausted.
+    fn grow(&mut self, n: usize) -> bool {
+        let before = self.pool.fetch_add(n, Ordering::SeqCst);
+        if before + n > CLIENT_BYTES_MAX {
+            self.pool.fetch_sub(n, Ordering::SeqCst);
+            return false;
+        }
+        self.bytes += n;
+        true
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.pool.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
 }
 
 impl Shared {
@@ -566,8 +601,14 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
     } else if let Some(rest) = request.strip_prefix("shell") {
         match rest.split_once(':') {
             Some((args, command)) if args.is_empty() || args.starts_with(',') => {
-                let v2 = args.split(',').any(|arg| arg == "v2");
-                Service::Shell { v2, command }
+                let has = |name: &str| args.split(',').any(|arg| arg == name);
+                // adbd's defaults: a PTY for an interactive shell, raw for a command.
+                let pty = has("pty") || (command.trim().is_empty() && !has("raw"));
+                Service::Shell {
+                    v2: has("v2"),
+                    pty,
+                    command,
+                }
             }
             _ => return fail(stream, &format!("unknown service {request:?}")),
         }
@@ -587,25 +628,36 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
         std::thread::sleep(slow);
     }
     match service {
-        Service::Shell { command, .. } if command.trim().is_empty() => fail(
-            stream,
-            "interactive shells are not simulated: give a command",
-        ),
-        Service::Shell { v2: true, command } => {
+        Service::Shell { v2, pty, command } => {
             okay(stream)?;
-            let mut input = ClientInput::new(stream, true);
-            let mut sink = V2Sink { stream };
-            let status = run_shell(shared, command, &mut input, &mut sink);
-            let mut exit = vec![3u8];
-            exit.extend_from_slice(&1u32.to_le_bytes());
-            exit.push(status);
-            stream.write_all(&exit)
+            let mut input = ClientInput::new(stream, v2, &shared.client_bytes);
+            let mut v2_sink = V2Sink { stream };
+            let mut raw_sink = RawSink { stream };
+            let sink: &mut dyn Sink = if v2 { &mut v2_sink } else { &mut raw_sink };
+            let status = if pty && command.trim().is_empty() {
+                interactive(shared, &mut input, &mut PtySink { inner: sink })
+            } else if pty {
+                run_shell(shared, command, &mut input, &mut PtySink { inner: sink }).status
+            } else if command.trim().is_empty() {
+                // `echo CMDS | adb shell`: the shell reads its script from stdin.
+                let script =
+                    String::from_utf8_lossy(&shell::Session::stdin(&mut input)).into_owned();
+                run_shell(shared, &script, &mut input, sink).status
+            } else {
+                run_shell(shared, command, &mut input, sink).status
+            };
+            if v2 {
+                let mut exit = vec![3u8];
+                exit.extend_from_slice(&1u32.to_le_bytes());
+                exit.push(status);
+                stream.write_all(&exit)?;
+            }
+            Ok(())
         }
-        Service::Shell { v2: false, command } | Service::Exec(command) => {
+        Service::Exec(command) => {
             okay(stream)?;
-            let mut sink = RawSink { stream };
-            let mut input = ClientInput::new(stream, false);
-            run_shell(shared, command, &mut input, &mut sink);
+            let mut input = ClientInput::new(stream, false, &shared.client_bytes);
+            run_shell(shared, command, &mut input, &mut RawSink { stream });
             Ok(())
         }
         Service::Sync => {
@@ -616,7 +668,11 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
 }
 
 enum Service<'a> {
-    Shell { v2: bool, command: &'a str },
+    Shell {
+        v2: bool,
+        pty: bool,
+        command: &'a str,
+    },
     Exec(&'a str),
     Sync,
 }
@@ -626,13 +682,96 @@ fn run_shell(
     command: &str,
     session: &mut dyn shell::Session,
     sink: &mut dyn Sink,
-) -> u8 {
+) -> shell::Finish {
     match shell::parse(command) {
         Ok(script) => shell::execute(&script, &shared.device, &shared.device.fs, session, sink),
         Err(err) => {
             sink.write(true, format!("/system/bin/sh: {err}\n").as_bytes());
-            1
+            shell::Finish {
+                status: 1,
+                exited: false,
+            }
         }
+    }
+}
+
+/// The prompt of the simulated device's interactive shell (`device:cwd $ `).
+const PROMPT: &[u8] = b"sim:/ $ ";
+/// Longest line an interactive shell keeps.
+const LINE_MAX: usize = 64 * 1024;
+/// An interactive shell waits this long for a keystroke.
+const INTERACTIVE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// `adb shell` without a command on a terminal: a PTY shell that echoes, edits a line (backspace,
+/// Ctrl-C), runs it on Enter, and ends on `exit`, Ctrl-D on an empty line, or end of input.
+fn interactive(shared: &Shared, input: &mut ClientInput<'_>, out: &mut dyn Sink) -> u8 {
+    let _ = input.stream.set_read_timeout(Some(INTERACTIVE_TIMEOUT));
+    let mut status = 0;
+    let mut line: Vec<u8> = Vec::new();
+    if !out.write(false, PROMPT) {
+        return status;
+    }
+    while let Some(chunk) = input.next_chunk() {
+        for byte in chunk {
+            let echoed = match byte {
+                b'\r' | b'\n' => {
+                    out.write(false, b"\n");
+                    let text = String::from_utf8_lossy(&std::mem::take(&mut line)).into_owned();
+                    if !text.trim().is_empty() {
+                        // Commands run from a terminal get no stdin of their own here.
+                        let mut no_stdin = ClientInput::new(input.stream, false, input.held.pool);
+                        no_stdin.taken = true;
+                        let finish = run_shell(shared, &text, &mut no_stdin, out);
+                        status = finish.status;
+                        if finish.exited {
+                            return status;
+                        }
+                    }
+                    out.write(false, PROMPT)
+                }
+                0x7f | 0x08 => {
+                    // Remove one character, continuation bytes included.
+                    while let Some(removed) = line.pop() {
+                        if removed & 0xc0 != 0x80 {
+                            break;
+                        }
+                    }
+                    out.write(false, b"\x08 \x08")
+                }
+                0x03 => {
+                    line.clear();
+                    out.write(false, b"^C\n") && out.write(false, PROMPT)
+                }
+                0x04 if line.is_empty() => return status,
+                byte if line.len() < LINE_MAX && (byte >= 0x20 || byte == b'\t') => {
+                    line.push(byte);
+                    out.write(false, &[byte])
+                }
+                _ => true,
+            };
+            if !echoed {
+                return status;
+            }
+        }
+    }
+    status
+}
+
+/// What a PTY does to output: one stream, `\n` becomes `\r\n`.
+struct PtySink<'a> {
+    inner: &'a mut dyn Sink,
+}
+
+impl Sink for PtySink<'_> {
+    fn write(&mut self, _stderr: bool, bytes: &[u8]) -> bool {
+        let mut converted = Vec::with_capacity(bytes.len() + bytes.len() / 16);
+        for &byte in bytes {
+            if byte == b'\n' {
+                converted.push(b'\r');
+            }
+            converted.push(byte);
+        }
+        self.inner.write(false, &converted)
     }
 }
 
@@ -675,6 +814,7 @@ impl Sink for RawSink<'_> {
 /// [`STDIN_MAX`], and a packet above [`PACKET_MAX`] ends stdin.
 struct ClientInput<'a> {
     stream: &'a TcpStream,
+    held: Held<'a>,
     v2: bool,
     /// Received, not yet parsed (a partial packet).
     pending: Vec<u8>,
@@ -687,9 +827,10 @@ struct ClientInput<'a> {
 }
 
 impl<'a> ClientInput<'a> {
-    fn new(stream: &'a TcpStream, v2: bool) -> Self {
+    fn new(stream: &'a TcpStream, v2: bool, pool: &'a AtomicUsize) -> Self {
         ClientInput {
             stream,
+            held: Held::new(pool),
             v2,
             pending: Vec::new(),
             data: Vec::new(),
@@ -712,8 +853,12 @@ impl<'a> ClientInput<'a> {
             Ok(n) => {
                 // After stdin ended, further bytes are read (to notice the hangup) and dropped.
                 if !self.closed {
-                    self.pending.extend_from_slice(&buf[..n]);
-                    self.parse();
+                    if self.held.grow(n) {
+                        self.pending.extend_from_slice(&buf[..n]);
+                        self.parse();
+                    } else {
+                        self.closed = true;
+                    }
                 }
                 true
             }
@@ -731,6 +876,18 @@ impl<'a> ClientInput<'a> {
                 self.gone = true;
                 self.closed = true;
                 false
+            }
+        }
+    }
+
+    /// The next input as it arrives (interactive shells); `None` at the end of input.
+    fn next_chunk(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if !self.data.is_empty() {
+                return Some(std::mem::take(&mut self.data));
+            }
+            if self.closed || !self.receive() {
+                return None;
             }
         }
     }
@@ -929,7 +1086,7 @@ fn sync(shared: &Shared, stream: &mut &TcpStream) -> io::Result<()> {
                 }
             }
             _ => {
-                if !receive_push(fs, stream, &path)? {
+                if !receive_push(fs, stream, &path, &shared.client_bytes)? {
                     return Ok(());
                 }
             }
@@ -938,9 +1095,15 @@ fn sync(shared: &Shared, stream: &mut &TcpStream) -> io::Result<()> {
 }
 
 /// `SEND "path,mode"`: `DATA` chunks then `DONE` + mtime. False when the session must end.
-fn receive_push(fs: &shell::FsHandle, stream: &mut &TcpStream, spec: &str) -> io::Result<bool> {
+fn receive_push(
+    fs: &shell::FsHandle,
+    stream: &mut &TcpStream,
+    spec: &str,
+    pool: &AtomicUsize,
+) -> io::Result<bool> {
     let path = spec.rsplit_once(',').map_or(spec, |(path, _mode)| path);
     let mut data = Vec::new();
+    let mut held = Held::new(pool);
     loop {
         let mut header = [0u8; 8];
         stream.read_exact(&mut header)?;
@@ -951,7 +1114,7 @@ fn receive_push(fs: &shell::FsHandle, stream: &mut &TcpStream, spec: &str) -> io
                     sync_fail(stream, "data chunk too large")?;
                     return Ok(false);
                 }
-                if data.len() + len as usize > PUSH_MAX {
+                if data.len() + len as usize > PUSH_MAX || !held.grow(len as usize) {
                     sync_fail(
                         stream,
                         &format!(
@@ -1000,6 +1163,20 @@ fn receive_push(fs: &shell::FsHandle, stream: &mut &TcpStream, spec: &str) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_bytes_are_bounded_across_connections_and_given_back() {
+        let pool = AtomicUsize::new(0);
+        let mut first = Held::new(&pool);
+        assert!(first.grow(CLIENT_BYTES_MAX - 10));
+        let mut second = Held::new(&pool);
+        assert!(!second.grow(11));
+        assert!(second.grow(10));
+        drop(first);
+        assert_eq!(pool.load(Ordering::SeqCst), 10);
+        drop(second);
+        assert_eq!(pool.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn host_prefixes_split_serials_with_colons() {

@@ -2,8 +2,9 @@
 //!
 //! Supported: words with `'single'`, `"double"` and `\` quoting, `;` and newlines, `&&`, `||`,
 //! `|`, redirections `>`, `>>`, `2>`, `2>>`, `2>&1`, `>&2`, `<`, comments, and the `exit [N]` and
-//! `cd` builtins. Not supported (a syntax error, never a silent misreading): `$(...)`, backquotes,
-//! background `&`. Parameter expansion is not performed; `$` is a literal character.
+//! `cd` builtins, parameters (`$?`, `$NAME`, `${NAME}`; `NAME=value` assignments) expanded when
+//! the command runs. Not supported (a syntax error, never a silent misreading): `$(...)`,
+//! backquotes, other `${...}` forms, background `&`.
 //!
 //! The files commands read and write live in a small in-memory [`FileSystem`] whose writable
 //! areas are `/data/local/tmp` and `/sdcard` (with its `/storage/emulated/0` aliases).
@@ -25,6 +26,74 @@ pub enum ParseError {
     MissingOperand(String),
     #[error("{0}: not supported by this simulated shell")]
     Unsupported(String),
+    #[error("{0}: bad substitution")]
+    BadSubstitution(String),
+}
+
+/// A piece of a word: literal text, or a parameter expanded when the command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    Param(String),
+}
+
+/// One word of a command line, quotes removed, parameters still to expand.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Word {
+    pub parts: Vec<Part>,
+    /// Quoting was used: the word stays (maybe empty) even when its expansion is empty.
+    pub quoted: bool,
+}
+
+impl Word {
+    pub fn literal(text: &str) -> Word {
+        Word {
+            parts: vec![Part::Text(text.to_string())],
+            quoted: false,
+        }
+    }
+
+    fn push(&mut self, c: char) {
+        match self.parts.last_mut() {
+            Some(Part::Text(text)) => text.push(c),
+            _ => self.parts.push(Part::Text(c.to_string())),
+        }
+    }
+
+    /// The text when the word has no parameter.
+    fn as_literal(&self) -> Option<String> {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => Some(text.as_str()),
+                Part::Param(_) => None,
+            })
+            .collect()
+    }
+
+    /// The word after expansion; `None` when an unquoted word expanded to nothing (it vanishes,
+    /// as `echo $UNSET x` prints `x`).
+    pub fn expand(&self, lookup: &dyn Fn(&str) -> String) -> Option<String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => out.push_str(text),
+                Part::Param(name) => out.push_str(&lookup(name)),
+            }
+        }
+        let vanishes = out.is_empty() && !self.quoted && !self.parts.is_empty();
+        (!vanishes).then_some(out)
+    }
+
+    fn describe(&self) -> String {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => text.clone(),
+                Part::Param(name) => format!("${{{name}}}"),
+            })
+            .collect()
+    }
 }
 
 /// How a pipeline joins the one before it.
@@ -41,7 +110,7 @@ pub enum Connector {
 /// Where a redirection points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RedirectTarget {
-    File(String),
+    File(Word),
     /// `N>&M`: duplicate the other descriptor.
     Descriptor(u8),
 }
@@ -55,10 +124,10 @@ pub struct Redirect {
     pub append: bool,
 }
 
-/// A command name with its arguments (already unquoted) and redirections.
+/// A command name with its arguments and redirections.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SimpleCommand {
-    pub argv: Vec<String>,
+    pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
 }
 
@@ -76,7 +145,7 @@ pub struct Script {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
-    Word(String),
+    Word(Word),
     /// `N>`, `N>>`, `N<`, with the descriptor.
     Redirect {
         fd: u8,
@@ -100,7 +169,7 @@ enum Token {
 impl Token {
     fn describe(&self) -> String {
         match self {
-            Token::Word(word) => word.clone(),
+            Token::Word(word) => word.describe(),
             Token::Redirect { input: true, .. } => "<".into(),
             Token::Redirect { append: true, .. } => ">>".into(),
             Token::Redirect { .. } => ">".into(),
@@ -116,24 +185,22 @@ impl Token {
 fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
     let mut tokens = Vec::new();
     let mut chars = line.chars().peekable();
-    let mut word = String::new();
+    let mut word = Word::default();
     // A word exists once any character or quote was seen: `''` is an empty argument.
     let mut in_word = false;
-    let mut quoted = false;
 
-    fn finish(tokens: &mut Vec<Token>, word: &mut String, in_word: &mut bool, quoted: &mut bool) {
+    fn finish(tokens: &mut Vec<Token>, word: &mut Word, in_word: &mut bool) {
         if *in_word {
             tokens.push(Token::Word(std::mem::take(word)));
         }
         *in_word = false;
-        *quoted = false;
     }
 
     while let Some(c) = chars.next() {
         match c {
-            ' ' | '\t' => finish(&mut tokens, &mut word, &mut in_word, &mut quoted),
+            ' ' | '\t' => finish(&mut tokens, &mut word, &mut in_word),
             '\n' | ';' => {
-                finish(&mut tokens, &mut word, &mut in_word, &mut quoted);
+                finish(&mut tokens, &mut word, &mut in_word);
                 tokens.push(Token::Separator { newline: c == '\n' });
             }
             '#' if !in_word => {
@@ -146,7 +213,7 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
             }
             '\'' => {
                 in_word = true;
-                quoted = true;
+                word.quoted = true;
                 loop {
                     match chars.next() {
                         Some('\'') => break,
@@ -157,7 +224,7 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
             }
             '"' => {
                 in_word = true;
-                quoted = true;
+                word.quoted = true;
                 loop {
                     match chars.next() {
                         Some('"') => break,
@@ -171,9 +238,10 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
                             None => return Err(ParseError::UnterminatedQuote),
                         },
                         Some('`') => return Err(ParseError::Unsupported("`...`".into())),
-                        Some('$') if chars.peek() == Some(&'(') => {
-                            return Err(ParseError::Unsupported("$(...)".into()))
-                        }
+                        Some('$') => match parameter(&mut chars)? {
+                            Some(name) => word.parts.push(Part::Param(name)),
+                            None => word.push('$'),
+                        },
                         Some(other) => word.push(other),
                         None => return Err(ParseError::UnterminatedQuote),
                     }
@@ -183,7 +251,7 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
                 Some('\n') => {}
                 Some(other) => {
                     in_word = true;
-                    quoted = true;
+                    word.quoted = true;
                     word.push(other);
                 }
                 None => {
@@ -192,11 +260,15 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
                 }
             },
             '`' => return Err(ParseError::Unsupported("`...`".into())),
-            '$' if chars.peek() == Some(&'(') => {
-                return Err(ParseError::Unsupported("$(...)".into()))
+            '$' => {
+                in_word = true;
+                match parameter(&mut chars)? {
+                    Some(name) => word.parts.push(Part::Param(name)),
+                    None => word.push('$'),
+                }
             }
             '&' => {
-                finish(&mut tokens, &mut word, &mut in_word, &mut quoted);
+                finish(&mut tokens, &mut word, &mut in_word);
                 if chars.peek() == Some(&'&') {
                     chars.next();
                     tokens.push(Token::And);
@@ -205,7 +277,7 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
                 }
             }
             '|' => {
-                finish(&mut tokens, &mut word, &mut in_word, &mut quoted);
+                finish(&mut tokens, &mut word, &mut in_word);
                 if chars.peek() == Some(&'|') {
                     chars.next();
                     tokens.push(Token::Or);
@@ -215,16 +287,16 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
             }
             '>' | '<' => {
                 // A lone unquoted digit right before the operator names the descriptor.
-                let fd = match word.as_str() {
-                    "0" | "1" | "2" if in_word && !quoted => {
-                        let fd = word.as_bytes()[0] - b'0';
-                        word.clear();
+                let digit = word.as_literal().filter(|_| in_word && !word.quoted);
+                let fd = match digit.as_deref() {
+                    Some(digit @ ("0" | "1" | "2")) => {
+                        word = Word::default();
                         in_word = false;
-                        Some(fd)
+                        Some(digit.as_bytes()[0] - b'0')
                     }
                     _ => None,
                 };
-                finish(&mut tokens, &mut word, &mut in_word, &mut quoted);
+                finish(&mut tokens, &mut word, &mut in_word);
                 let input = c == '<';
                 let fd = fd.unwrap_or(if input { 0 } else { 1 });
                 if !input && chars.peek() == Some(&'&') {
@@ -250,8 +322,51 @@ fn tokenize(line: &str) -> Result<Vec<Token>, ParseError> {
             }
         }
     }
-    finish(&mut tokens, &mut word, &mut in_word, &mut quoted);
+    finish(&mut tokens, &mut word, &mut in_word);
     Ok(tokens)
+}
+
+/// After a `$`: the parameter's name, or `None` when the `$` is a literal character.
+fn parameter(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+) -> Result<Option<String>, ParseError> {
+    let is_name_start = |c: &char| c.is_ascii_alphabetic() || *c == '_';
+    let is_name = |c: &char| c.is_ascii_alphanumeric() || *c == '_';
+    match chars.peek().copied() {
+        Some('(') => Err(ParseError::Unsupported("$(...)".into())),
+        Some('{') => {
+            chars.next();
+            let mut name = String::new();
+            loop {
+                match chars.next() {
+                    Some('}') => break,
+                    Some(c) => name.push(c),
+                    None => return Err(ParseError::BadSubstitution(format!("${{{name}"))),
+                }
+            }
+            let special = matches!(name.as_str(), "?" | "$" | "#" | "!")
+                || (name.len() == 1 && name.chars().all(|c| c.is_ascii_digit()));
+            let plain = name.chars().next().is_some_and(|c| is_name_start(&c))
+                && name.chars().all(|c| is_name(&c));
+            if special || plain {
+                Ok(Some(name))
+            } else {
+                Err(ParseError::BadSubstitution(format!("${{{name}}}")))
+            }
+        }
+        Some(c @ ('?' | '$' | '#' | '!' | '0'..='9')) => {
+            chars.next();
+            Ok(Some(c.to_string()))
+        }
+        Some(c) if is_name_start(&c) => {
+            let mut name = String::new();
+            while let Some(c) = chars.next_if(is_name) {
+                name.push(c);
+            }
+            Ok(Some(name))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Parses one command line the way mksh would, for the supported subset.
@@ -268,7 +383,7 @@ pub fn parse(line: &str) -> Result<Script, ParseError> {
                           command: &mut SimpleCommand,
                           operator: &Token|
      -> Result<(), ParseError> {
-        if command.argv.is_empty() && command.redirects.is_empty() {
+        if command.words.is_empty() && command.redirects.is_empty() {
             return Err(ParseError::Unexpected(operator.describe()));
         }
         pipeline.commands.push(std::mem::take(command));
@@ -277,7 +392,7 @@ pub fn parse(line: &str) -> Result<Script, ParseError> {
 
     while let Some(token) = iter.next() {
         match token {
-            Token::Word(word) => command.argv.push(word),
+            Token::Word(word) => command.words.push(word),
             Token::Redirect { fd, append, input } => match iter.next() {
                 Some(Token::Word(path)) => command.redirects.push(Redirect {
                     fd,
@@ -301,7 +416,7 @@ pub fn parse(line: &str) -> Result<Script, ParseError> {
                 continue;
             }
             Token::Separator { newline } => {
-                if command.argv.is_empty() && command.redirects.is_empty() {
+                if command.words.is_empty() && command.redirects.is_empty() {
                     // A blank line, or a line ending in `&&`/`|`, continues; an empty `;` is an
                     // error, as in mksh.
                     if newline {
@@ -333,7 +448,7 @@ pub fn parse(line: &str) -> Result<Script, ParseError> {
         }
         last_operator = None;
     }
-    if command.argv.is_empty() && command.redirects.is_empty() {
+    if command.words.is_empty() && command.redirects.is_empty() {
         if let Some(op) = last_operator {
             return Err(ParseError::MissingOperand(op.describe()));
         }
@@ -415,30 +530,117 @@ pub trait Sink {
 /// A shared filesystem: commands run concurrently on many connections.
 pub type FsHandle = std::sync::Mutex<FileSystem>;
 
-/// Runs a parsed script; returns its exit status (0..=255).
+/// The environment of `adb shell` on an Android 13 device, for `$NAME`.
+const DEVICE_ENV: &[(&str, &str)] = &[
+    ("ANDROID_DATA", "/data"),
+    ("ANDROID_ROOT", "/system"),
+    ("EXTERNAL_STORAGE", "/sdcard"),
+    ("HOME", "/"),
+    ("HOSTNAME", "localhost"),
+    ("LOGNAME", "shell"),
+    (
+        "PATH",
+        "/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin",
+    ),
+    ("SHELL", "/bin/sh"),
+    ("TMPDIR", "/data/local/tmp"),
+    ("USER", "shell"),
+];
+/// `$$`: the shell's process id.
+const SHELL_PID: u32 = 4242;
+
+/// Shell variables and the last exit status, for parameter expansion.
+#[derive(Debug, Default)]
+struct Env {
+    status: i32,
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    fn lookup(&self, name: &str) -> String {
+        match name {
+            "?" => self.status.to_string(),
+            "$" => SHELL_PID.to_string(),
+            "0" => "/system/bin/sh".to_string(),
+            "#" => "0".to_string(),
+            _ => self
+                .vars
+                .get(name)
+                .cloned()
+                .or_else(|| {
+                    DEVICE_ENV
+                        .iter()
+                        .find(|(key, _)| *key == name)
+                        .map(|(_, value)| value.to_string())
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    fn expand(&self, word: &Word) -> Option<String> {
+        word.expand(&|name| self.lookup(name))
+    }
+
+    /// `NAME=value` (a word starting with a valid name and `=`), expanded.
+    fn assignment(&self, word: &Word) -> Option<(String, String)> {
+        let Some(Part::Text(first)) = word.parts.first() else {
+            return None;
+        };
+        let (name, _) = first.split_once('=')?;
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return None;
+        }
+        let expanded = self.expand(word)?;
+        Some((name.to_string(), expanded[name.len() + 1..].to_string()))
+    }
+}
+
+/// How a script ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finish {
+    /// The exit status, 0..=255.
+    pub status: u8,
+    /// The `exit` builtin ended it (an interactive shell then closes).
+    pub exited: bool,
+}
+
+/// Runs a parsed script.
 pub fn execute(
     script: &Script,
     programs: &dyn Programs,
     fs: &FsHandle,
     session: &mut dyn Session,
     sink: &mut dyn Sink,
-) -> u8 {
-    let mut status = 0;
+) -> Finish {
+    let mut env = Env::default();
     for (connector, pipeline) in &script.items {
         let run = match connector {
             Connector::Always => true,
-            Connector::And => status == 0,
-            Connector::Or => status != 0,
+            Connector::And => env.status == 0,
+            Connector::Or => env.status != 0,
         };
         if !run {
             continue;
         }
-        match run_pipeline(pipeline, programs, fs, session, sink) {
-            Flow::Next(next) => status = next,
-            Flow::Exit(code) => return (code & 0xff) as u8,
+        match run_pipeline(pipeline, programs, fs, session, sink, &mut env) {
+            Flow::Next(next) => env.status = next,
+            Flow::Exit(code) => {
+                return Finish {
+                    status: (code & 0xff) as u8,
+                    exited: true,
+                }
+            }
         }
     }
-    (status & 0xff) as u8
+    Finish {
+        status: (env.status & 0xff) as u8,
+        exited: false,
+    }
 }
 
 enum Flow {
@@ -452,6 +654,7 @@ fn run_pipeline(
     fs: &FsHandle,
     session: &mut dyn Session,
     sink: &mut dyn Sink,
+    env: &mut Env,
 ) -> Flow {
     let mut piped: Option<Vec<u8>> = None;
     let mut status = 0;
@@ -463,13 +666,14 @@ fn run_pipeline(
             None if index == 0 => None,
             None => Some(Vec::new()),
         };
-        let output = match run_simple(command, programs, fs, input, session) {
+        let prepared = prepare(command, env);
+        let output = match run_simple(&prepared, programs, fs, input, session, env) {
             Ok(Step::Exit(code)) => return Flow::Exit(code),
             Ok(Step::Done(output)) => output,
             Err(message) => Output::error(message, 1),
         };
         status = output.status;
-        let routed = match route(command, output, fs) {
+        let routed = match route(&prepared.redirects, output, fs) {
             Ok(routed) => routed,
             Err(message) => {
                 status = 1;
@@ -493,29 +697,70 @@ fn run_pipeline(
     Flow::Next(status)
 }
 
+/// A redirection after expansion.
+#[derive(Debug, Clone)]
+enum Target {
+    File(String),
+    Descriptor(u8),
+}
+
+/// A simple command after expansion.
+struct Prepared {
+    assignments: Vec<(String, String)>,
+    argv: Vec<String>,
+    redirects: Vec<(u8, Target, bool)>,
+}
+
+fn prepare(command: &SimpleCommand, env: &Env) -> Prepared {
+    let mut words = command.words.iter().peekable();
+    let mut assignments = Vec::new();
+    while let Some(assignment) = words.peek().and_then(|word| env.assignment(word)) {
+        assignments.push(assignment);
+        words.next();
+    }
+    let argv = words.filter_map(|word| env.expand(word)).collect();
+    let redirects = command
+        .redirects
+        .iter()
+        .map(|redirect| {
+            let target = match &redirect.target {
+                RedirectTarget::File(word) => Target::File(env.expand(word).unwrap_or_default()),
+                RedirectTarget::Descriptor(fd) => Target::Descriptor(*fd),
+            };
+            (redirect.fd, target, redirect.append)
+        })
+        .collect();
+    Prepared {
+        assignments,
+        argv,
+        redirects,
+    }
+}
+
 enum Step {
     Done(Output),
     Exit(i32),
 }
 
 fn run_simple(
-    command: &SimpleCommand,
+    command: &Prepared,
     programs: &dyn Programs,
     fs: &FsHandle,
     input: Option<Vec<u8>>,
     session: &mut dyn Session,
+    env: &mut Env,
 ) -> Result<Step, String> {
     // Output targets must be creatable before the command runs, as with a real shell.
-    for redirect in &command.redirects {
-        if let RedirectTarget::File(path) = &redirect.target {
+    for (fd, target, _) in &command.redirects {
+        if let Target::File(path) = target {
             let fs = lock(fs);
-            let check = if redirect.fd == 0 {
+            let check = if *fd == 0 {
                 fs.read(path).map(|_| ())
             } else {
                 fs.check_writable(path)
             };
             if let Err(err) = check {
-                let verb = if redirect.fd == 0 {
+                let verb = if *fd == 0 {
                     "can't open"
                 } else {
                     "can't create"
@@ -525,12 +770,15 @@ fn run_simple(
         }
     }
     let Some(name) = command.argv.first() else {
+        // Assignments alone set shell variables; with a command they would only be its
+        // environment, which no simulated program reads.
+        env.vars.extend(command.assignments.iter().cloned());
         return Ok(Step::Done(Output::default()));
     };
     match name.as_str() {
         "exit" => {
             let code = match command.argv.get(1) {
-                None => 0,
+                None => env.status,
                 Some(arg) => match arg.parse::<i64>() {
                     Ok(code) => (code & 0xff) as i32,
                     Err(_) => {
@@ -541,14 +789,22 @@ fn run_simple(
             return Ok(Step::Exit(code));
         }
         "cd" => return Ok(Step::Done(Output::default())),
+        "export" => {
+            for word in &command.argv[1..] {
+                if let Some((name, value)) = env.assignment(&Word::literal(word)) {
+                    env.vars.insert(name, value);
+                }
+            }
+            return Ok(Step::Done(Output::default()));
+        }
         _ => {}
     }
     let file_input = command
         .redirects
         .iter()
         .rev()
-        .find_map(|r| match &r.target {
-            RedirectTarget::File(path) if r.fd == 0 => Some(path.clone()),
+        .find_map(|(fd, target, _)| match target {
+            Target::File(path) if *fd == 0 => Some(path.clone()),
             _ => None,
         });
     let input = match file_input {
@@ -575,7 +831,11 @@ struct Routed {
 }
 
 /// Applies output redirections in order, as `dup2` would.
-fn route(command: &SimpleCommand, output: Output, fs: &FsHandle) -> Result<Routed, String> {
+fn route(
+    redirects: &[(u8, Target, bool)],
+    output: Output,
+    fs: &FsHandle,
+) -> Result<Routed, String> {
     #[derive(Clone)]
     enum Dest {
         Out,
@@ -584,13 +844,13 @@ fn route(command: &SimpleCommand, output: Output, fs: &FsHandle) -> Result<Route
     }
     let mut fd1 = Dest::Out;
     let mut fd2 = Dest::Err;
-    for redirect in &command.redirects {
-        let dest = match &redirect.target {
-            RedirectTarget::File(path) => Dest::File(path.clone(), redirect.append),
-            RedirectTarget::Descriptor(1) => fd1.clone(),
-            RedirectTarget::Descriptor(_) => fd2.clone(),
+    for (fd, target, append) in redirects {
+        let dest = match target {
+            Target::File(path) => Dest::File(path.clone(), *append),
+            Target::Descriptor(1) => fd1.clone(),
+            Target::Descriptor(_) => fd2.clone(),
         };
-        match redirect.fd {
+        match fd {
             1 => fd1 = dest,
             2 => fd2 = dest,
             _ => {}
@@ -950,12 +1210,17 @@ impl FileSystem {
 mod tests {
     use super::*;
 
+    /// Words as text, parameters shown as `${NAME}`.
+    fn literal(words: &[Word]) -> Vec<String> {
+        words.iter().map(Word::describe).collect()
+    }
+
     fn words(line: &str) -> Vec<Vec<String>> {
         parse(line)
             .unwrap()
             .items
             .into_iter()
-            .flat_map(|(_, p)| p.commands.into_iter().map(|c| c.argv))
+            .flat_map(|(_, p)| p.commands.into_iter().map(|c| literal(&c.words)))
             .collect()
     }
 
@@ -996,18 +1261,18 @@ mod tests {
             ]
         );
         let ls = &script.items[2].1.commands[0];
-        assert_eq!(ls.argv, vec!["ls"]);
+        assert_eq!(literal(&ls.words), vec!["ls"]);
         assert_eq!(
             ls.redirects,
             vec![
                 Redirect {
                     fd: 2,
-                    target: RedirectTarget::File("/dev/null".into()),
+                    target: RedirectTarget::File(Word::literal("/dev/null")),
                     append: false
                 },
                 Redirect {
                     fd: 1,
-                    target: RedirectTarget::File("/sdcard/l".into()),
+                    target: RedirectTarget::File(Word::literal("/sdcard/l")),
                     append: true
                 },
             ]
@@ -1015,10 +1280,28 @@ mod tests {
     }
 
     #[test]
+    fn parameters_parse_outside_single_quotes() {
+        assert_eq!(
+            words(r#"echo $? "${HOME}x" '$HOME' \$HOME $ a$"#),
+            vec![vec![
+                "echo", "${?}", "${HOME}x", "$HOME", "$HOME", "$", "a$"
+            ]]
+        );
+        assert_eq!(
+            parse("echo ${HOME"),
+            Err(ParseError::BadSubstitution("${HOME".into()))
+        );
+        assert!(matches!(
+            parse("echo ${HOME:-x}"),
+            Err(ParseError::BadSubstitution(_))
+        ));
+    }
+
+    #[test]
     fn a_quoted_digit_is_not_a_descriptor() {
         let script = parse("echo '2'>f").unwrap();
         let command = &script.items[0].1.commands[0];
-        assert_eq!(command.argv, vec!["echo", "2"]);
+        assert_eq!(literal(&command.words), vec!["echo", "2"]);
         assert_eq!(command.redirects[0].fd, 1);
     }
 
@@ -1076,7 +1359,7 @@ mod tests {
 
     fn run(line: &str, fs: &FsHandle) -> (u8, String) {
         let mut sink = Collect::default();
-        let status = execute(&parse(line).unwrap(), &Echo, fs, &mut Gone, &mut sink);
+        let status = execute(&parse(line).unwrap(), &Echo, fs, &mut Gone, &mut sink).status;
         let text = sink
             .0
             .iter()
@@ -1102,6 +1385,15 @@ mod tests {
         assert_eq!(run("exit 300", &fs), (44, String::new()));
         assert_eq!(run("nope", &fs), (127, "E:nope: not found\n".into()));
         assert_eq!(run("cat | cat", &fs), (0, "IN".into()));
+        assert_eq!(run("false; echo $?; echo $?", &fs), (0, "1\n0\n".into()));
+        assert_eq!(run("false; exit", &fs), (1, String::new()));
+        assert_eq!(
+            run("X=1; echo $X \"$UNSET\" $UNSET $HOME ${TMPDIR}/f", &fs),
+            (0, "1  / /data/local/tmp/f\n".into())
+        );
+        assert_eq!(run("export Y=2 && echo $Y", &fs), (0, "2\n".into()));
+        run("echo v > $EXTERNAL_STORAGE/var", &fs);
+        assert_eq!(lock(&fs).read("/sdcard/var").unwrap(), b"v\n");
         assert_eq!(run("echo x | cat", &fs), (0, "x\n".into()));
         assert_eq!(run("echo x | hungup", &fs), (0, "true\n".into()));
     }

@@ -6,19 +6,18 @@
 //! same nodes, so the dump and the picture always agree.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 use serde_json::Value;
 use thiserror::Error;
 
-use super::model::{format_bounds, Action, AppModel, Destination, Node, Screen, Target};
+use super::keys::{keycode, typed_char, KEY_APP_SWITCH, KEY_BACK, KEY_DEL, KEY_HOME};
+use super::model::{write_hierarchy, Action, AppModel, Destination, Node, Screen, Target};
 use super::render;
+use super::system::{
+    self, external_screen, fatal_exception_block, package_label, LAUNCHER_PACKAGE,
+};
 use super::truth::TruthLog;
-use crate::ui::Bounds;
 
-/// The launcher every simulated device has.
-pub const LAUNCHER_PACKAGE: &str = "com.android.launcher3";
-const LAUNCHER_ACTIVITY: &str = "com.android.launcher3.uioverrides.QuickstepLauncher";
 /// The stock keyboard, always installed and selected at boot.
 pub const LATIN_IME: &str = "com.android.inputmethod.latin/.LatinIME";
 /// The ADB Keyboard (`am broadcast -a ADB_INPUT_TEXT`), installed on request.
@@ -122,6 +121,8 @@ impl Entry {
 struct Task {
     package: String,
     stack: Vec<Entry>,
+    /// Started by another app (a link to a browser): finishing it returns to that app.
+    opened_from_app: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,14 +223,7 @@ impl World {
         } else {
             self.live_roots()
         };
-        let mut xml = String::from(
-            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
-        );
-        for root in &roots {
-            write_node(&mut xml, root);
-        }
-        xml.push_str("</hierarchy>");
-        xml
+        write_hierarchy(&roots)
     }
 
     /// Rendered screenshot of the current hierarchy; all black on a secure screen.
@@ -376,8 +370,8 @@ impl World {
         Err(LaunchError::NoSuchActivity(component.to_string()))
     }
 
-    /// Starts the screen's app afresh with that screen alone on its back stack (a device
-    /// prepared mid-app: `droid-sim --start-screen`, tests of screens no path reaches).
+    /// Starts the screen's app afresh with that screen alone on its back stack: a device
+    /// prepared mid-app, for screens no path from the start screen reaches.
     pub fn open_screen(&mut self, id: &str) -> Result<(), LaunchError> {
         let index = self
             .model
@@ -526,8 +520,22 @@ impl World {
         self.tasks.push(Task {
             package: package.to_string(),
             stack: vec![Entry::new(view)],
+            opened_from_app: false,
         });
         self.front = Front::App;
+    }
+
+    /// `@external:PKG`: the other app comes up in its own task (as a browser opened by a link
+    /// does), so relaunching the model's app shows the app again, and finishing the other app
+    /// returns to it.
+    fn open_external(&mut self, package: &str) {
+        if !self.bring_task_to_front(package) {
+            let view = self.view_of_package(package);
+            self.start_task(package, view);
+        }
+        if let Some(task) = self.tasks.last_mut() {
+            task.opened_from_app = true;
+        }
     }
 
     fn start_process(&mut self, package: &str) {
@@ -574,16 +582,11 @@ impl World {
             // The ANR dialog cannot be cancelled: only its buttons (or HOME) dismiss it.
             Front::App if self.anr_showing => {}
             Front::App => {
-                let from = self.top_screen_index();
-                let back_transition = from.and_then(|from| {
-                    self.model
-                        .transitions()
-                        .iter()
-                        .find(|t| t.from == from && t.action == Action::Back)
-                        .cloned()
-                });
+                let back_transition = self
+                    .top_screen_index()
+                    .and_then(|from| self.first_untargeted(from, Action::Back));
                 match back_transition {
-                    Some(t) => self.fire(&t.to, Stack::AfterBack, None),
+                    Some(to) => self.fire(&to, Stack::AfterBack, None),
                     None => {
                         self.pop();
                         self.shown();
@@ -594,13 +597,21 @@ impl World {
     }
 
     /// Pops the top entry; an emptied task is finished and the launcher comes to the front.
+    /// Pops the top entry; an emptied task is finished, and the app that opened it (else the
+    /// launcher) comes to the front.
     fn pop(&mut self) {
-        if let Some(task) = self.tasks.last_mut() {
-            task.stack.pop();
-            if task.stack.is_empty() {
-                self.tasks.pop();
-                self.front = Front::Launcher;
-            }
+        let Some(task) = self.tasks.last_mut() else {
+            return;
+        };
+        task.stack.pop();
+        if task.stack.is_empty() {
+            let opened_from_app = task.opened_from_app;
+            self.tasks.pop();
+            self.front = if opened_from_app && !self.tasks.is_empty() {
+                Front::App
+            } else {
+                Front::Launcher
+            };
         }
     }
 
@@ -608,10 +619,11 @@ impl World {
     /// entries above it finish), otherwise it is pushed (or replaces the top, for gestures).
     fn navigate(&mut self, view: View, push: Stack) {
         if push == Stack::AfterBack {
+            let tasks = self.tasks.len();
             self.pop();
-            if self.front != Front::App {
-                // Back left the app; a back transition to another screen restarts it there.
-                let package = self.package_of(&view);
+            if self.tasks.len() < tasks {
+                // Back finished the task; a back transition to another screen restarts it there.
+                let package = view_package(&self.model, &view);
                 self.start_task(&package, view);
                 return;
             }
@@ -638,11 +650,7 @@ impl World {
                     self.carry_field(&resource_id, text);
                 }
             }
-            Destination::External(package) => {
-                self.start_process(package);
-                let view = self.view_of_package(package);
-                self.navigate(view, Stack::Push);
-            }
+            Destination::External(package) => self.open_external(package),
             Destination::Crash(exception) => self.crash(exception),
         }
         self.shown();
@@ -685,7 +693,7 @@ impl World {
             if let Some(at) = task
                 .stack
                 .iter()
-                .position(|e| self_package(&self.model, &e.view) == package)
+                .position(|e| view_package(&self.model, &e.view) == package)
             {
                 task.stack.truncate(at);
             }
@@ -705,6 +713,10 @@ impl World {
     // ---- touch ----
 
     fn touch(&mut self, x: i32, y: i32, action: Action) {
+        let (width, height) = self.screen_size();
+        if x < 0 || y < 0 || x >= width as i32 || y >= height as i32 {
+            return; // off the display: no window receives it
+        }
         match self.front {
             Front::Launcher => {
                 if action == Action::Click {
@@ -737,8 +749,9 @@ impl World {
         if let Some(from) = self.top_screen_index() {
             let screen = self.model.screen(from);
             let nodes = screen.nodes();
+            let reached = reached_by_touch(&roots, &chain);
             let fired = self.first_transition(from, action, |target| {
-                chain.iter().rev().any(|&i| target.matches(nodes[i]))
+                reached.iter().any(|&i| target.matches(nodes[i]))
             });
             if let Some(to) = fired {
                 self.fire(&to, Stack::Push, None);
@@ -857,6 +870,9 @@ impl World {
     }
 
     fn type_text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
         let Some(field) = self.focused_field() else {
             return;
         };
@@ -910,10 +926,6 @@ impl World {
             View::Model(index) => Some(index),
             View::External(_) => None,
         }
-    }
-
-    fn package_of(&self, view: &View) -> String {
-        self_package(&self.model, view)
     }
 
     fn visible_screen(&self) -> Screen {
@@ -988,50 +1000,15 @@ impl World {
     }
 
     fn launcher_screen(&self) -> Screen {
-        let (width, height) = self.screen_size();
-        let (w, h) = (width as i32, height as i32);
-        let cell_w = w / 4;
-        let cell_h = h / 8;
-        let icons = self
+        let apps: Vec<(String, String)> = self
             .launchable()
-            .iter()
-            .enumerate()
-            .map(|(i, package)| {
-                let (col, row) = (i as i32 % 4, i as i32 / 4);
-                let label = self.label_of(package);
-                let bounds = Bounds {
-                    x1: col * cell_w,
-                    y1: h / 8 + row * cell_h,
-                    x2: (col + 1) * cell_w,
-                    y2: h / 8 + (row + 1) * cell_h,
-                };
-                synthetic(
-                    i,
-                    "android.widget.TextView",
-                    LAUNCHER_PACKAGE,
-                    &[("text", &label), ("content-desc", &label)],
-                    bounds,
-                    true,
-                    vec![],
-                )
+            .into_iter()
+            .map(|package| {
+                let label = self.label_of(&package);
+                (package, label)
             })
             .collect();
-        let workspace = synthetic(
-            0,
-            "android.view.ViewGroup",
-            LAUNCHER_PACKAGE,
-            &[("resource-id", "com.android.launcher3:id/workspace")],
-            full(width, height),
-            false,
-            icons,
-        );
-        Screen {
-            id: "@launcher".to_string(),
-            package: LAUNCHER_PACKAGE.to_string(),
-            activity: LAUNCHER_ACTIVITY.to_string(),
-            secure: false,
-            roots: vec![frame(LAUNCHER_PACKAGE, width, height, vec![workspace])],
-        }
+        system::launcher(&apps, self.screen_size())
     }
 
     fn launcher_hit(&self, x: i32, y: i32) -> Option<String> {
@@ -1044,76 +1021,15 @@ impl World {
             .and_then(|i| apps.get(i).cloned())
     }
 
-    /// Recents: one card per task, most recent first, and "Clear all".
+    /// Recents: one card per task, most recent first.
     fn recents_screen(&self) -> Screen {
-        let (width, height) = self.screen_size();
-        let (w, h) = (width as i32, height as i32);
-        let card_h = h / 6;
-        let mut children: Vec<Node> = self
+        let labels: Vec<String> = self
             .tasks
             .iter()
             .rev()
-            .enumerate()
-            .map(|(i, task)| {
-                let label = self.label_of(&task.package);
-                let bounds = Bounds {
-                    x1: w / 10,
-                    y1: h / 10 + i as i32 * (card_h + h / 40),
-                    x2: w - w / 10,
-                    y2: h / 10 + i as i32 * (card_h + h / 40) + card_h,
-                };
-                synthetic(
-                    i,
-                    "android.widget.FrameLayout",
-                    LAUNCHER_PACKAGE,
-                    &[
-                        ("resource-id", "com.android.launcher3:id/snapshot"),
-                        ("content-desc", &label),
-                    ],
-                    bounds,
-                    true,
-                    vec![],
-                )
-            })
+            .map(|t| self.label_of(&t.package))
             .collect();
-        let clear_text = if self.tasks.is_empty() {
-            "No recent items"
-        } else {
-            "Clear all"
-        };
-        children.push(synthetic(
-            children.len(),
-            "android.widget.Button",
-            LAUNCHER_PACKAGE,
-            &[
-                ("text", clear_text),
-                ("resource-id", "com.android.launcher3:id/clear_all"),
-            ],
-            Bounds {
-                x1: w / 3,
-                y1: h - h / 8,
-                x2: w - w / 3,
-                y2: h - h / 16,
-            },
-            !self.tasks.is_empty(),
-            vec![],
-        ));
-        let overview = synthetic(
-            0,
-            "androidx.recyclerview.widget.RecyclerView",
-            LAUNCHER_PACKAGE,
-            &[("resource-id", "com.android.launcher3:id/overview_panel")],
-            full(width, height),
-            false,
-            children,
-        );
-        Screen {
-            id: "@recents".to_string(),
-            package: LAUNCHER_PACKAGE.to_string(),
-            activity: LAUNCHER_ACTIVITY.to_string(),
-            secure: false,
-            roots: vec![frame(LAUNCHER_PACKAGE, width, height, vec![overview])],
-        }
+        system::recents(&labels, self.screen_size())
     }
 
     fn recents_tap(&mut self, x: i32, y: i32) {
@@ -1135,70 +1051,14 @@ impl World {
         self.shown();
     }
 
-    /// The system's "X isn't responding" dialog, as its own window.
+    /// The system's "X isn't responding" dialog over the front task.
     fn anr_dialog(&self) -> Node {
-        let (width, height) = self.screen_size();
-        let (w, h) = (width as i32, height as i32);
         let package = self
             .tasks
             .last()
             .map(|t| t.package.clone())
             .unwrap_or_default();
-        let title = format!("{} isn't responding", self.label_of(&package));
-        let (x1, x2) = (w / 12, w - w / 12);
-        let (y1, y2) = (h * 2 / 5, h * 3 / 5);
-        let row = (y2 - y1) / 4;
-        let text = |i: usize, class: &str, id: &str, text: &str, y: i32, clickable: bool| {
-            synthetic(
-                i,
-                class,
-                "android",
-                &[("text", text), ("resource-id", id)],
-                Bounds {
-                    x1: x1 + w / 20,
-                    y1: y,
-                    x2: x2 - w / 20,
-                    y2: y + row - h / 100,
-                },
-                clickable,
-                vec![],
-            )
-        };
-        let children = vec![
-            text(
-                0,
-                "android.widget.TextView",
-                "android:id/alertTitle",
-                &title,
-                y1 + h / 100,
-                false,
-            ),
-            text(
-                1,
-                "android.widget.Button",
-                "android:id/aerr_close",
-                "Close app",
-                y1 + row * 2,
-                true,
-            ),
-            text(
-                2,
-                "android.widget.Button",
-                "android:id/aerr_wait",
-                "Wait",
-                y1 + row * 3,
-                true,
-            ),
-        ];
-        synthetic(
-            0,
-            "android.widget.FrameLayout",
-            "android",
-            &[],
-            Bounds { x1, y1, x2, y2 },
-            false,
-            children,
-        )
+        system::anr_dialog(&self.label_of(&package), self.screen_size())
     }
 
     fn anr_tap(&mut self, x: i32, y: i32) {
@@ -1278,7 +1138,8 @@ enum Stack {
     AfterBack,
 }
 
-fn self_package(model: &AppModel, view: &View) -> String {
+/// The package whose activity shows `view`.
+fn view_package(model: &AppModel, view: &View) -> String {
     match view {
         View::Model(index) => model.screen(*index).package.clone(),
         View::External(package) => package.clone(),
@@ -1362,6 +1223,41 @@ fn touch_chain(roots: &[Node], x: i32, y: i32) -> Vec<usize> {
     first.unwrap_or_default()
 }
 
+/// The nodes a touch along `chain` stands for: the chain itself, and the passive descendants of
+/// the view that handles it (the deepest clickable one). A label inside a clickable row cannot
+/// take a touch itself, so a transition recorded on the label is the row's: a tap anywhere on
+/// the row fires it, as the row's click listener would. Descendants under another clickable
+/// view belong to that view instead.
+fn reached_by_touch(roots: &[Node], chain: &[usize]) -> Vec<usize> {
+    let flat = flatten(roots);
+    let handles = |i: usize| flat[i].0.flag("clickable") || flat[i].0.flag("long-clickable");
+    let mut reached = chain.to_vec();
+    let Some(&handler) = chain.iter().rev().find(|&&i| handles(i)) else {
+        return reached;
+    };
+    // Document order: the handler's subtree is the run of nodes right after it.
+    for node in handler + 1..flat.len() {
+        let mut passive = !handles(node);
+        let mut parent = flat[node].1;
+        let mut inside = false;
+        while let Some(p) = parent {
+            if p == handler {
+                inside = true;
+                break;
+            }
+            passive &= !handles(p);
+            parent = flat[p].1;
+        }
+        if !inside {
+            break;
+        }
+        if passive {
+            reached.push(node);
+        }
+    }
+    reached
+}
+
 fn apply_state(node: &mut Node, entry: &Entry, focus: Option<usize>, index: &mut usize) {
     let me = *index;
     *index += 1;
@@ -1384,341 +1280,9 @@ fn apply_state(node: &mut Node, entry: &Entry, focus: Option<usize>, index: &mut
     }
 }
 
-fn full(width: u32, height: u32) -> Bounds {
-    Bounds {
-        x1: 0,
-        y1: 0,
-        x2: width as i32,
-        y2: height as i32,
-    }
-}
-
-fn frame(package: &str, width: u32, height: u32, children: Vec<Node>) -> Node {
-    synthetic(
-        0,
-        "android.widget.FrameLayout",
-        package,
-        &[],
-        full(width, height),
-        false,
-        children,
-    )
-}
-
-/// A node of a screen the world draws itself (launcher, recents, dialogs, other apps).
-fn synthetic(
-    index: usize,
-    class: &str,
-    package: &str,
-    fields: &[(&str, &str)],
-    bounds: Bounds,
-    clickable: bool,
-    children: Vec<Node>,
-) -> Node {
-    let field = |name: &str| {
-        fields
-            .iter()
-            .find(|(key, _)| *key == name)
-            .map_or("", |(_, value)| *value)
-            .to_string()
-    };
-    let flag = |v: bool| v.to_string();
-    let attrs = vec![
-        ("index", index.to_string()),
-        ("text", field("text")),
-        ("resource-id", field("resource-id")),
-        ("class", class.to_string()),
-        ("package", package.to_string()),
-        ("content-desc", field("content-desc")),
-        ("checkable", flag(false)),
-        ("checked", flag(false)),
-        ("clickable", flag(clickable)),
-        ("enabled", flag(true)),
-        ("focusable", flag(clickable)),
-        ("focused", flag(false)),
-        ("scrollable", flag(false)),
-        ("long-clickable", flag(false)),
-        ("password", flag(false)),
-        ("selected", flag(false)),
-        ("bounds", format_bounds(bounds)),
-    ];
-    Node {
-        attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        bounds,
-        children,
-    }
-}
-
-/// "com.android.chrome" → "Chrome".
-fn package_label(package: &str) -> String {
-    let last = package.rsplit('.').next().unwrap_or(package);
-    let mut chars = last.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => package.to_string(),
-    }
-}
-
-/// A generic screen for an app the model has no screen for: a title bar, the package name, and
-/// one button.
-fn external_screen(package: &str, (width, height): (u32, u32)) -> Screen {
-    let (w, h) = (width as i32, height as i32);
-    let label = package_label(package);
-    let title = synthetic(
-        0,
-        "android.widget.TextView",
-        package,
-        &[
-            ("text", &label),
-            ("resource-id", &format!("{package}:id/title")),
-        ],
-        Bounds {
-            x1: 0,
-            y1: h / 30,
-            x2: w,
-            y2: h / 10,
-        },
-        false,
-        vec![],
-    );
-    let body = synthetic(
-        1,
-        "android.webkit.WebView",
-        package,
-        &[("text", package)],
-        Bounds {
-            x1: 0,
-            y1: h / 10,
-            x2: w,
-            y2: h - h / 8,
-        },
-        false,
-        vec![],
-    );
-    let close = synthetic(
-        2,
-        "android.widget.Button",
-        package,
-        &[
-            ("text", "Close"),
-            ("resource-id", &format!("{package}:id/close")),
-        ],
-        Bounds {
-            x1: w / 4,
-            y1: h - h / 9,
-            x2: w - w / 4,
-            y2: h - h / 30,
-        },
-        true,
-        vec![],
-    );
-    Screen {
-        id: format!("@external:{package}"),
-        package: package.to_string(),
-        activity: format!("{package}.MainActivity"),
-        secure: false,
-        roots: vec![frame(package, width, height, vec![title, body, close])],
-    }
-}
-
-/// A FATAL EXCEPTION block in logcat's default (threadtime) format.
-fn fatal_exception_block(package: &str, pid: u32, activity: &str, exception: &str) -> String {
-    let stamp = chrono::Utc::now().format("%m-%d %H:%M:%S%.3f");
-    let class = activity.rsplit('.').next().unwrap_or(activity);
-    let lines = [
-        "FATAL EXCEPTION: main".to_string(),
-        format!("Process: {package}, PID: {pid}"),
-        exception.to_string(),
-        format!("\tat {activity}.onClick({class}.java:42)"),
-        "\tat android.view.View.performClick(View.java:7448)".to_string(),
-        "\tat android.view.View.performClickInternal(View.java:7425)".to_string(),
-        "\tat android.view.View$PerformClick.run(View.java:28305)".to_string(),
-        "\tat android.os.Handler.handleCallback(Handler.java:938)".to_string(),
-        "\tat android.os.Handler.dispatchMessage(Handler.java:99)".to_string(),
-        "\tat android.os.Looper.loopOnce(Looper.java:201)".to_string(),
-        "\tat android.os.Looper.loop(Looper.java:288)".to_string(),
-        "\tat android.app.ActivityThread.main(ActivityThread.java:7839)".to_string(),
-        "\tat java.lang.reflect.Method.invoke(Native Method)".to_string(),
-        "\tat com.android.internal.os.RuntimeInit$MethodAndArgsCaller.run(RuntimeInit.java:548)"
-            .to_string(),
-        "\tat com.android.internal.os.ZygoteInit.main(ZygoteInit.java:1003)".to_string(),
-    ];
-    let mut out = String::new();
-    for line in lines {
-        let _ = writeln!(out, "{stamp} {pid:>5} {pid:>5} E AndroidRuntime: {line}");
-    }
-    out
-}
-
-fn write_node(out: &mut String, node: &Node) {
-    out.push_str("<node");
-    for (key, value) in &node.attrs {
-        out.push(' ');
-        out.push_str(key);
-        out.push_str("=\"");
-        escape_attr(out, value);
-        out.push('"');
-    }
-    if node.children.is_empty() {
-        out.push_str(" />");
-        return;
-    }
-    out.push('>');
-    for child in &node.children {
-        write_node(out, child);
-    }
-    out.push_str("</node>");
-}
-
-/// Escapes as Android's XmlSerializer does in attribute values.
-fn escape_attr(out: &mut String, value: &str) {
-    for c in value.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' => out.push_str("&#9;"),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-}
-
-const KEY_HOME: u32 = 3;
-const KEY_BACK: u32 = 4;
-const KEY_DEL: u32 = 67;
-const KEY_APP_SWITCH: u32 = 187;
-
-/// Android key codes by their `KEYCODE_` name (the ones `input keyevent` users reach for).
-const KEYCODES: &[(&str, u32)] = &[
-    ("SOFT_LEFT", 1),
-    ("SOFT_RIGHT", 2),
-    ("HOME", 3),
-    ("BACK", 4),
-    ("CALL", 5),
-    ("ENDCALL", 6),
-    ("STAR", 17),
-    ("POUND", 18),
-    ("DPAD_UP", 19),
-    ("DPAD_DOWN", 20),
-    ("DPAD_LEFT", 21),
-    ("DPAD_RIGHT", 22),
-    ("DPAD_CENTER", 23),
-    ("VOLUME_UP", 24),
-    ("VOLUME_DOWN", 25),
-    ("POWER", 26),
-    ("CAMERA", 27),
-    ("CLEAR", 28),
-    ("COMMA", 55),
-    ("PERIOD", 56),
-    ("ALT_LEFT", 57),
-    ("ALT_RIGHT", 58),
-    ("SHIFT_LEFT", 59),
-    ("SHIFT_RIGHT", 60),
-    ("TAB", 61),
-    ("SPACE", 62),
-    ("SYM", 63),
-    ("EXPLORER", 64),
-    ("ENVELOPE", 65),
-    ("ENTER", 66),
-    ("DEL", 67),
-    ("GRAVE", 68),
-    ("MINUS", 69),
-    ("EQUALS", 70),
-    ("LEFT_BRACKET", 71),
-    ("RIGHT_BRACKET", 72),
-    ("BACKSLASH", 73),
-    ("SEMICOLON", 74),
-    ("APOSTROPHE", 75),
-    ("SLASH", 76),
-    ("AT", 77),
-    ("NUM", 78),
-    ("HEADSETHOOK", 79),
-    ("FOCUS", 80),
-    ("PLUS", 81),
-    ("MENU", 82),
-    ("NOTIFICATION", 83),
-    ("SEARCH", 84),
-    ("MEDIA_PLAY_PAUSE", 85),
-    ("MEDIA_STOP", 86),
-    ("MEDIA_NEXT", 87),
-    ("MEDIA_PREVIOUS", 88),
-    ("MUTE", 91),
-    ("PAGE_UP", 92),
-    ("PAGE_DOWN", 93),
-    ("ESCAPE", 111),
-    ("FORWARD_DEL", 112),
-    ("CTRL_LEFT", 113),
-    ("CTRL_RIGHT", 114),
-    ("MOVE_HOME", 122),
-    ("MOVE_END", 123),
-    ("INSERT", 124),
-    ("VOLUME_MUTE", 164),
-    ("APP_SWITCH", 187),
-    ("SLEEP", 223),
-    ("WAKEUP", 224),
-    ("ASSIST", 219),
-];
-
-/// The key code for a name (`KEYCODE_BACK`, `BACK`) or a number (`4`).
-fn keycode(key: &str) -> Option<u32> {
-    if let Ok(code) = key.parse::<u32>() {
-        return Some(code);
-    }
-    let name = key.strip_prefix("KEYCODE_").unwrap_or(key);
-    if let Some(&(_, code)) = KEYCODES.iter().find(|(n, _)| *n == name) {
-        return Some(code);
-    }
-    let mut chars = name.chars();
-    match (chars.next(), chars.next()) {
-        (Some(d @ '0'..='9'), None) => Some(7 + (d as u32 - '0' as u32)),
-        (Some(l @ 'A'..='Z'), None) => Some(29 + (l as u32 - 'A' as u32)),
-        _ => None,
-    }
-}
-
-/// The character a key types without modifiers.
-fn typed_char(code: u32) -> Option<char> {
-    match code {
-        7..=16 => char::from_digit(code - 7, 10),
-        29..=54 => char::from_u32('a' as u32 + code - 29),
-        55 => Some(','),
-        56 => Some('.'),
-        62 => Some(' '),
-        68 => Some('`'),
-        69 => Some('-'),
-        70 => Some('='),
-        71 => Some('['),
-        72 => Some(']'),
-        73 => Some('\\'),
-        74 => Some(';'),
-        75 => Some('\''),
-        76 => Some('/'),
-        77 => Some('@'),
-        81 => Some('+'),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keycodes_by_name_short_name_and_number() {
-        assert_eq!(keycode("KEYCODE_BACK"), Some(4));
-        assert_eq!(keycode("BACK"), Some(4));
-        assert_eq!(keycode("4"), Some(4));
-        assert_eq!(keycode("KEYCODE_APP_SWITCH"), Some(187));
-        assert_eq!(keycode("KEYCODE_A"), Some(29));
-        assert_eq!(keycode("KEYCODE_9"), Some(16));
-        assert_eq!(keycode("KEYCODE_NOPE"), None);
-        assert_eq!(typed_char(keycode("KEYCODE_Z").unwrap()), Some('z'));
-        assert_eq!(typed_char(keycode("SPACE").unwrap()), Some(' '));
-    }
 
     #[test]
     fn swipes_classify_by_distance_duration_and_direction() {
@@ -1739,17 +1303,5 @@ mod tests {
             classify_swipe(900, 500, 100, 520, 300),
             Gesture::Move(Action::SwipeLeft)
         ));
-    }
-
-    #[test]
-    fn attributes_escape_like_the_device() {
-        let mut out = String::new();
-        escape_attr(&mut out, "a\"<b>&\nc");
-        assert_eq!(out, "a&quot;&lt;b&gt;&amp;&#10;c");
-    }
-
-    #[test]
-    fn package_labels_come_from_the_last_segment() {
-        assert_eq!(package_label("com.android.chrome"), "Chrome");
     }
 }

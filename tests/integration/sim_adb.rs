@@ -281,6 +281,37 @@ fn adb_taps_walk_the_recorded_transitions_of_the_notes_app() {
 }
 
 #[test]
+fn adb_sees_the_faults_as_a_device_would_show_them() {
+    let Some(adb) = adb_binary() else { return };
+    let sim = SimProcess::start(&[
+        "--app",
+        "builtin:tiny",
+        "--fault",
+        "disconnect-after:1:60",
+        "--fault",
+        "dump-error:1",
+    ]);
+    let dump = sim.adb(adb, &["shell", "uiautomator", "dump"]);
+    assert!(
+        dump.status.success(),
+        "the real command exits 0 on this error"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&dump.stderr),
+        "ERROR: could not get idle state.\n"
+    );
+    let dropped = sim.adb(adb, &["shell", "echo", "two"]);
+    assert_eq!(dropped.status.code(), Some(1));
+    let gone = sim.adb(adb, &["shell", "echo", "three"]);
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("device 'emulator-5554' not found"));
+    assert_eq!(
+        stdout(&sim.adb(adb, &["devices"])),
+        "List of devices attached\n\n"
+    );
+}
+
+#[test]
 fn describe_reports_the_fixture_notes_app() {
     let model = fixtures().join("apps/notes/model.json");
     let out = droid("droid-sim")
@@ -314,6 +345,15 @@ fn usage_and_model_errors_exit_2_and_1() {
     let stderr = String::from_utf8_lossy(&bad_model.stderr);
     assert!(stderr.starts_with("droid-sim: error: "), "{stderr}");
     assert!(bad_model.stdout.is_empty(), "no ready line");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let busy = droid("droid-sim")
+        .args(["--app", "builtin:tiny", "--port", &port])
+        .output()
+        .unwrap();
+    assert_eq!(busy.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&busy.stderr)
+        .contains(&format!("cannot listen on 127.0.0.1:{port}")));
     let help = droid("droid-sim").arg("--help").output().unwrap();
     let help = stdout(&help);
     for fault in [

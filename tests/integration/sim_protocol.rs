@@ -135,6 +135,29 @@ fn shell_ok(sim: &SimHandle, command: &str) -> String {
     String::from_utf8(result.stdout).expect("utf-8 output")
 }
 
+/// `input tap` at the centre of the node on screen whose text or resource id is `label`, found
+/// in a fresh dump (so the tests follow the model's layout instead of hard-coding it).
+fn tap(sim: &SimHandle, label: &str) {
+    let dump = shell_ok(sim, "uiautomator dump /dev/tty");
+    let xml = dump.rsplit_once("UI hierchary dumped to:").expect("dump").0;
+    let doc = roxmltree::Document::parse(xml).expect("well-formed dump");
+    let node = doc
+        .descendants()
+        .find(|n| n.attribute("text") == Some(label) || n.attribute("resource-id") == Some(label))
+        .unwrap_or_else(|| panic!("no {label:?} on screen: {xml}"));
+    let numbers: Vec<i32> = node
+        .attribute("bounds")
+        .expect("bounds")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty())
+        .map(|part| part.parse().expect("a number"))
+        .collect();
+    let (x, y) = ((numbers[0] + numbers[2]) / 2, (numbers[1] + numbers[3]) / 2);
+    shell_ok(sim, &format!("input tap {x} {y}"));
+}
+
+const EMAIL: &str = "com.example.tiny:id/email";
+
 fn exec(sim: &SimHandle, command: &str) -> Vec<u8> {
     let mut stream = transport(sim);
     send(&mut stream, &format!("exec:{command}"));
@@ -287,6 +310,60 @@ fn shell_v2_reads_the_clients_stdin_packets() {
     let result = read_packets(&mut stream);
     assert_eq!(result.stdout, b"hello world");
     assert_eq!(result.status, Some(0));
+}
+
+/// Stdin packets (id 0) with the given payloads, then close-stdin.
+fn stdin_packets(pieces: &[&[u8]]) -> Vec<u8> {
+    let mut packets = Vec::new();
+    for piece in pieces {
+        packets.push(0);
+        packets.extend_from_slice(&(piece.len() as u32).to_le_bytes());
+        packets.extend_from_slice(piece);
+    }
+    packets.extend_from_slice(&[4, 0, 0, 0, 0]);
+    packets
+}
+
+#[test]
+fn a_shell_without_command_reads_its_script_from_stdin() {
+    let sim = start();
+    let mut stream = transport(&sim);
+    send(&mut stream, "shell,v2,raw:");
+    status(&mut stream).unwrap();
+    stream
+        .write_all(&stdin_packets(&[
+            b"echo one; ls /nope\n",
+            b"exit 4\necho never\n",
+        ]))
+        .unwrap();
+    let result = read_packets(&mut stream);
+    assert_eq!(result.stdout, b"one\n");
+    assert_eq!(result.stderr, "ls: /nope: No such file or directory\n");
+    assert_eq!(result.status, Some(4));
+}
+
+#[test]
+fn an_interactive_pty_shell_echoes_edits_and_exits() {
+    let sim = start();
+    let mut stream = transport(&sim);
+    send(&mut stream, "shell,v2,TERM=xterm,pty:");
+    status(&mut stream).unwrap();
+    // Keystrokes as a terminal in raw mode sends them: Enter is \r, DEL erases.
+    stream
+        .write_all(&stdin_packets(&[
+            b"echo hi\x7fo\r",
+            b"ls /nope\r",
+            b"\x03exit 6\r",
+        ]))
+        .unwrap();
+    let result = read_packets(&mut stream);
+    let screen = String::from_utf8(result.stdout).unwrap();
+    assert_eq!(
+        screen,
+        "sim:/ $ echo hi\x08 \x08o\r\nho\r\nsim:/ $ ls /nope\r\nls: /nope: No such file or directory\r\nsim:/ $ ^C\r\nsim:/ $ exit 6\r\n"
+    );
+    assert_eq!(result.stderr, "", "a PTY has one stream");
+    assert_eq!(result.status, Some(6));
 }
 
 #[test]
@@ -540,7 +617,7 @@ fn fault_anr_on_shows_the_not_responding_dialog() {
         "monkey -p com.example.tiny -c android.intent.category.LAUNCHER 1",
     );
     assert!(!shell_ok(&sim, "uiautomator dump /dev/tty").contains("isn't responding"));
-    shell_ok(&sim, "input tap 360 444");
+    tap(&sim, "Sign in");
     let dump = shell_ok(&sim, "uiautomator dump /dev/tty");
     assert!(dump.contains("isn't responding"), "{dump}");
     let focus = shell_ok(&sim, "dumpsys window displays");
@@ -578,8 +655,9 @@ fn launch_tap_type_and_dump_walk_the_model() {
         "{focus}"
     );
     // Sign in → login; type into the email field; the next dump shows the text.
-    shell_ok(&sim, "input tap 360 444");
-    shell_ok(&sim, "input tap 360 330 && input text 'me@example.com'");
+    tap(&sim, "Sign in");
+    tap(&sim, EMAIL);
+    shell_ok(&sim, "input text 'me@example.com'");
     let dump = shell_ok(
         &sim,
         "uiautomator dump /data/local/tmp/x.xml >/dev/null && cat /data/local/tmp/x.xml",
@@ -597,7 +675,8 @@ fn text_with_shell_syntax_reaches_the_device_as_text() {
     let sim = start();
     shell_ok(&sim, "am start -n com.example.tiny/.MainActivity");
     // Sign in, then focus the email field.
-    shell_ok(&sim, "input tap 360 444 && input tap 360 330");
+    tap(&sim, "Sign in");
+    tap(&sim, EMAIL);
     // What DESIGN.md §3 prescribes: every word quoted for the device shell.
     shell_ok(
         &sim,
@@ -635,13 +714,30 @@ fn am_pm_dumpsys_and_props_answer_in_device_shapes() {
 }
 
 #[test]
+fn pidof_and_kill_reach_the_app_process() {
+    let sim = start();
+    assert_eq!(shell(&sim, "pidof com.example.tiny").status, Some(1));
+    shell_ok(
+        &sim,
+        "monkey -p com.example.tiny -c android.intent.category.LAUNCHER 1",
+    );
+    let pid = shell_ok(&sim, "pidof com.example.tiny");
+    assert!(pid.trim().parse::<u32>().is_ok(), "{pid}");
+    shell_ok(&sim, &format!("kill {}", pid.trim()));
+    assert!(!shell_ok(&sim, "dumpsys window displays").contains("com.example.tiny/"));
+    let missing = shell(&sim, "kill 1");
+    assert_eq!(missing.status, Some(1));
+    assert_eq!(missing.stderr, "kill: 1: No such process\n");
+}
+
+#[test]
 fn a_crash_fills_the_crash_buffer_until_cleared() {
     let sim = start();
     shell_ok(
         &sim,
         "monkey -p com.example.tiny -c android.intent.category.LAUNCHER 1",
     );
-    shell_ok(&sim, "input tap 360 1250");
+    tap(&sim, "Crash");
     let log = shell_ok(&sim, "logcat -b crash -d");
     assert!(log.contains("FATAL EXCEPTION: main"), "{log}");
     assert!(
@@ -658,7 +754,8 @@ fn adb_keyboard_broadcasts_type_unicode_only_when_active() {
     config.ime_adbkeyboard = true;
     let sim = Sim::start(config).unwrap();
     shell_ok(&sim, "am start -n com.example.tiny/.MainActivity");
-    shell_ok(&sim, "input tap 360 444 && input tap 360 330");
+    tap(&sim, "Sign in");
+    tap(&sim, EMAIL);
     assert_ne!(
         shell(&sim, "input text 'héllo'").status,
         Some(0),
@@ -768,10 +865,9 @@ fn truth_log_records_screens_and_inputs_as_received() {
         &sim,
         "monkey -p com.example.tiny -c android.intent.category.LAUNCHER 1",
     );
-    shell_ok(
-        &sim,
-        "input tap 360 444 && input tap 360 330 && input text 'a%sb'",
-    );
+    tap(&sim, "Sign in");
+    tap(&sim, EMAIL);
+    shell_ok(&sim, "input tap 7 9 && input text 'a%sb'");
     drop(sim);
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
         .unwrap()
@@ -782,7 +878,7 @@ fn truth_log_records_screens_and_inputs_as_received() {
     assert!(screens.ends_with(&["home", "login"]), "{screens:?}");
     assert!(lines
         .iter()
-        .any(|l| l["input"] == "tap" && l["x"] == 360 && l["y"] == 444));
+        .any(|l| l["input"] == "tap" && l["x"] == 7 && l["y"] == 9));
     assert!(lines
         .iter()
         .any(|l| l["input"] == "text" && l["text"] == "a%sb"));

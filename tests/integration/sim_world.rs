@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use droid::sim::model::{Action, AppModel, Destination, ModelError, Target};
+use droid::sim::model::{Action, AppModel, Destination, ModelError, Node, Target};
 use droid::sim::render;
 use droid::sim::truth::TruthLog;
 use droid::sim::world::{InputError, LaunchError, World, WorldOptions};
 use serde_json::Value;
+use sha2::Digest;
 
 use crate::common::fixtures;
 
@@ -46,6 +47,41 @@ fn centre_of(world: &World, target: &Target) -> (i32, i32) {
         .find(|n| target.matches(n))
         .unwrap();
     node.bounds.center()
+}
+
+/// Where a crawler taps for `target`: the centre of the nearest clickable node at or above the
+/// first node it matches (crawlers tap clickable elements, not the labels inside them).
+fn clickable_centre_of(world: &World, target: &Target) -> (i32, i32) {
+    fn walk<'a>(node: &'a Node, parent: Option<usize>, out: &mut Vec<(&'a Node, Option<usize>)>) {
+        let me = out.len();
+        out.push((node, parent));
+        for child in &node.children {
+            walk(child, Some(me), out);
+        }
+    }
+    let model = world.model();
+    let screen = model.screen(model.screen_index(&world.foreground().screen).unwrap());
+    let mut flat = Vec::new();
+    for root in &screen.roots {
+        walk(root, None, &mut flat);
+    }
+    let mut at = flat.iter().position(|(n, _)| target.matches(n)).unwrap();
+    while !flat[at].0.flag("clickable") {
+        match flat[at].1 {
+            Some(parent) => at = parent,
+            None => break,
+        }
+    }
+    flat[at].0.bounds.center()
+}
+
+/// Where the walker touches a transition's target.
+#[derive(Clone, Copy)]
+enum Aim {
+    /// The centre of the recorded target itself.
+    Target,
+    /// The centre of its nearest clickable ancestor, as a crawler would tap.
+    Clickable,
 }
 
 fn tap_text(world: &mut World, text: &str) {
@@ -93,7 +129,7 @@ fn satisfying(regex: &regex::Regex) -> &'static str {
 /// Puts the world on each transition's source screen, performs the transition's action on its
 /// target (typing what `requires` asks for first) and checks where the device ends up.
 /// Returns the transitions that did not go where they say.
-fn walk_every_transition(spec: &str) -> Vec<String> {
+fn walk_every_transition(spec: &str, aim: Aim) -> Vec<String> {
     let model = AppModel::load(spec).unwrap();
     let mut failures = Vec::new();
     for (i, t) in model.transitions().iter().enumerate() {
@@ -109,7 +145,10 @@ fn walk_every_transition(spec: &str) -> Vec<String> {
             w.tap(x, y);
             w.input_text(satisfying(regex)).unwrap();
         }
-        let point = t.target.as_ref().map(|target| centre_of(&w, target));
+        let point = t.target.as_ref().map(|target| match (aim, t.action) {
+            (Aim::Clickable, Action::Click) => clickable_centre_of(&w, target),
+            _ => centre_of(&w, target),
+        });
         match (t.action, point) {
             (Action::Click, Some((x, y))) => w.tap(x, y),
             (Action::LongClick, Some((x, y))) => w.long_press(x, y),
@@ -154,15 +193,28 @@ fn the_real_notes_app_loads_and_every_recorded_transition_walks() {
     assert_eq!(model.package(), "com.simplemobiletools.notes.pro");
     assert_eq!(model.screens().len(), 51);
     assert_eq!(model.transitions().len(), 67);
-    let failures = walk_every_transition(&notes_spec());
+    let failures = walk_every_transition(&notes_spec(), Aim::Target);
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn tapping_the_clickable_element_around_a_target_fires_it_too() {
+    for spec in [
+        notes_spec(),
+        "builtin:shop".into(),
+        "builtin:settings".into(),
+        "builtin:tiny".into(),
+    ] {
+        let failures = walk_every_transition(&spec, Aim::Clickable);
+        assert!(failures.is_empty(), "{spec}: {failures:#?}");
+    }
 }
 
 #[test]
 fn bundled_apps_load_and_every_transition_walks() {
     for name in ["tiny", "shop", "settings"] {
         let spec = format!("builtin:{name}");
-        let failures = walk_every_transition(&spec);
+        let failures = walk_every_transition(&spec, Aim::Target);
         assert!(failures.is_empty(), "{name}: {failures:#?}");
         // The files under apps/ are the built-ins.
         let file = crate::common::root().join(format!("apps/{name}/model.json"));
@@ -426,6 +478,11 @@ fn a_crash_kills_the_app_and_fills_the_crash_buffer() {
     assert_ne!(w.pid(TINY), Some(pid));
 }
 
+fn tap_text_after_launch(w: &mut World, text: &str) {
+    w.launch(TINY).unwrap();
+    tap_text(w, text);
+}
+
 #[test]
 fn an_external_link_brings_another_app_to_the_front() {
     let mut w = tiny();
@@ -434,10 +491,21 @@ fn an_external_link_brings_another_app_to_the_front() {
     assert_eq!(front.package, "com.android.chrome");
     assert_eq!(front.screen, "@external:com.android.chrome");
     assert!(w.hierarchy_xml().contains("package=\"com.android.chrome\""));
+    // The browser runs in its own task: launching the app shows the app again...
+    w.launch(TINY).unwrap();
+    assert_eq!(screen(&w), "home");
+    w.launch("com.android.chrome").unwrap();
+    assert_eq!(screen(&w), "@external:com.android.chrome");
+    // ...and finishing the browser returns to the app that opened it.
     w.key("KEYCODE_BACK").unwrap();
     assert_eq!(screen(&w), "home");
-    w.force_stop(TINY);
+    w.key("KEYCODE_BACK").unwrap();
     assert_eq!(screen(&w), "@launcher");
+    tap_text_after_launch(&mut w, "Website");
+    w.force_stop("com.android.chrome");
+    assert_eq!(screen(&w), "@launcher", "the browser's task was in front");
+    w.launch(TINY).unwrap();
+    assert_eq!(screen(&w), "home");
 }
 
 #[test]
@@ -656,8 +724,9 @@ fn the_dump_of_a_recorded_screen_keeps_its_attributes() {
     );
 }
 
-/// Perceptual hashes (`droid::hash::phash_image`, what droid-hash uses) and PNG bytes of every
-/// screen of the bundled and fixture apps, by app. Secure screens are black and left out.
+/// Perceptual hashes (`droid::hash::phash_image`, what droid-hash uses) and digests of the raw
+/// pixels of every screen of the bundled and fixture apps, by app. Secure screens are black and
+/// left out.
 fn screen_hashes() -> Vec<(String, String, u64, Vec<u8>)> {
     let mut out = Vec::new();
     for spec in [
@@ -671,9 +740,9 @@ fn screen_hashes() -> Vec<(String, String, u64, Vec<u8>)> {
         for s in model.screens().iter().filter(|s| !s.secure) {
             w.open_screen(&s.id).unwrap();
             let shot = w.screenshot();
-            let png = render::png(&shot);
+            let pixels = sha2::Sha256::digest(shot.as_raw()).to_vec();
             let hash = droid::hash::phash_image(&image::DynamicImage::ImageRgba8(shot));
-            out.push((model.package().to_string(), s.id.clone(), hash, png));
+            out.push((model.package().to_string(), s.id.clone(), hash, pixels));
         }
     }
     out
@@ -717,4 +786,50 @@ fn distinct_screens_differ_in_perceptual_hash() {
     );
     assert!(share >= 0.95, "{share}");
     assert!(same_app_share >= 0.95, "{same_app_share}");
+}
+
+#[test]
+fn switches_toggle_up_arrows_go_back_and_cycles_do_not_grow_the_stack() {
+    let shop = "com.example.shop";
+    let mut w = world("builtin:shop");
+    w.open_screen("home").unwrap();
+    let tap_target = |w: &mut World, target: Target| {
+        let (x, y) = centre_of(w, &target);
+        w.tap(x, y);
+    };
+    let by_id = |id: &str| Target {
+        resource_id: Some(format!("{shop}:id/{id}")),
+        ..Target::default()
+    };
+    tap_target(&mut w, by_id("nav_settings"));
+    assert_eq!(screen(&w), "settings");
+    let dark = format!("{shop}:id/dark_theme");
+    assert_eq!(dumped(&w, &dark, "checked"), ["false"]);
+    let before = render::png(&w.screenshot());
+    tap_target(&mut w, by_id("dark_theme"));
+    assert_eq!(dumped(&w, &dark, "checked"), ["true"]);
+    assert_ne!(render::png(&w.screenshot()), before);
+    assert_eq!(screen(&w), "settings");
+
+    tap_target(&mut w, by_id("about"));
+    assert_eq!(screen(&w), "about");
+    tap_target(
+        &mut w,
+        Target {
+            content_desc: Some("Navigate up".into()),
+            ..Target::default()
+        },
+    );
+    assert_eq!(screen(&w), "settings");
+    assert_eq!(
+        dumped(&w, &dark, "checked"),
+        ["true"],
+        "a screen keeps its state while on the stack"
+    );
+
+    // home -> settings -> home returns to the first home: one back leaves the app.
+    tap_target(&mut w, by_id("nav_home"));
+    assert_eq!(screen(&w), "home");
+    w.key("KEYCODE_BACK").unwrap();
+    assert_eq!(screen(&w), "@launcher");
 }
