@@ -166,7 +166,11 @@ impl AdbDevice {
         let path = text::shell_quote(&self.config.dump_path);
         let output = self
             .client
-            .shell(&format!("uiautomator dump {path} && cat {path}"))?;
+            // Removing the old file first means a dump that fails without saying so cannot
+            // hand back the previous screen.
+            .shell(&format!(
+                "rm -f {path}; uiautomator dump {path} && cat {path}"
+            ))?;
         let stdout = output.stdout_text();
         let all = format!("{stdout}\n{}", output.stderr_text());
         if all.contains(NULL_ROOT) {

@@ -247,3 +247,36 @@ fn help_is_a_contract_and_usage_errors_exit_two() {
     let out = droid("droid-act").args(["tap", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn verbs_drive_the_device() {
+    let sim = SimProc::notes(&[]);
+    for verb in [
+        &["home"][..],
+        &["launch", "com.simplemobiletools.notes.pro"],
+        &["key", "back"],
+    ] {
+        let out = run_act(&sim, verb, "");
+        assert!(
+            out.status.success(),
+            "{verb:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(result["success"], true);
+    }
+    // launch (by the helper), home, launch again, back on the start screen leaves the app.
+    assert_eq!(
+        sim.screens(),
+        ["@launcher", "s001", "@launcher", "s001", "@launcher"]
+    );
+    let out = run_act(&sim, &["launch", "com.example.missing"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("cannot launch com.example.missing"),
+        "{stderr}"
+    );
+    let out = run_act(&sim, &["key", "back; reboot"], "");
+    assert_eq!(out.status.code(), Some(1));
+}
