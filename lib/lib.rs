@@ -3,5 +3,8 @@
 //! Data flows one way: device → observation → decision → result → record → report.
 //! Every stage is a function over a reader and a writer of event lines (see [`events`]).
 
+pub mod config;
 pub mod events;
+pub mod record;
+pub mod store;
 pub mod ui;

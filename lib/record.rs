@@ -1,0 +1,81 @@
+//! droid-record's stage: record every event in crawler.db, then pass the line on unchanged.
+//!
+//! A bad line (not JSON, or a known type with wrong fields) is reported with its number through
+//! `on_bad_line` and is neither recorded nor passed on; the rest of the stream is recorded and
+//! the caller exits 1 at the end. With `strict`, the first bad line ends the stage (what was
+//! read before it is committed). When stdout closes, recording goes on to the end of input:
+//! `droid-record | head` still records the whole run.
+
+use std::io::{self, BufRead, Write};
+
+use crate::events::{EventReader, EventWriter, ReadError};
+use crate::store::{self, IngestStats, Store};
+
+/// How to record.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Config {
+    /// Stop at the first bad line instead of going on.
+    pub strict: bool,
+}
+
+/// What a recording did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub ingest: IngestStats,
+    /// Lines that were not valid events.
+    pub bad_lines: u64,
+    /// `strict` stopped the stage at a bad line.
+    pub stopped: bool,
+}
+
+/// Why recording failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error("reading input: {0}")]
+    Read(#[source] io::Error),
+    #[error("writing output: {0}")]
+    Write(#[source] io::Error),
+}
+
+/// Records `input` into `store` and passes each line on to `output`.
+pub fn run(
+    cfg: &Config,
+    store: &Store,
+    input: impl BufRead,
+    output: impl Write,
+    mut on_bad_line: impl FnMut(&ReadError),
+) -> Result<Outcome, Error> {
+    let mut ingest = store.ingest();
+    let mut writer = Some(EventWriter::new(output));
+    let mut outcome = Outcome::default();
+    for item in EventReader::new(input) {
+        let line = match item {
+            Ok(line) => line,
+            Err(ReadError::Io(e)) => return Err(Error::Read(e)),
+            Err(bad) => {
+                on_bad_line(&bad);
+                outcome.bad_lines += 1;
+                if cfg.strict {
+                    outcome.stopped = true;
+                    break;
+                }
+                continue;
+            }
+        };
+        let pushed = ingest.push(&line)?;
+        let lines = pushed.announce.iter().chain(std::iter::once(&line.raw));
+        for text in lines {
+            let Some(out) = writer.as_mut() else { break };
+            match out.write_raw(text) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => writer = None,
+                Err(e) => return Err(Error::Write(e)),
+            }
+        }
+    }
+    outcome.ingest = ingest.finish()?;
+    Ok(outcome)
+}
