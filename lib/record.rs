@@ -5,11 +5,20 @@
 //! the caller exits 1 at the end. With `strict`, the first bad line ends the stage (what was
 //! read before it is committed). When stdout closes, recording goes on to the end of input:
 //! `droid-record | head` still records the whole run.
+//!
+//! Each step is committed before the stage waits for more input. When input is already waiting
+//! (feeding an export, catching up on a backlog), up to [`GROUP_STEPS`] complete steps share a
+//! transaction; a step is never split, so a killed writer still leaves only whole steps.
 
-use std::io::{self, BufRead, Write};
+use std::cell::Cell;
+use std::io::{self, BufRead, Read, Write};
+use std::rc::Rc;
 
 use crate::events::{EventReader, EventWriter, ReadError};
 use crate::store::{self, IngestStats, Store};
+
+/// Most complete steps one transaction holds when input is waiting.
+pub const GROUP_STEPS: usize = 256;
 
 /// How to record.
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,9 +57,15 @@ pub fn run(
     output: impl Write,
     mut on_bad_line: impl FnMut(&ReadError),
 ) -> Result<Outcome, Error> {
-    let mut ingest = store.ingest();
+    let mut ingest = store.ingest().group_commit(GROUP_STEPS);
     let mut writer = Some(EventWriter::new(output));
     let mut outcome = Outcome::default();
+    let waiting = Rc::new(Cell::new(false));
+    let input = Watched {
+        inner: input,
+        available: 0,
+        waiting: Rc::clone(&waiting),
+    };
     for item in EventReader::new(input) {
         let line = match item {
             Ok(line) => line,
@@ -66,6 +81,10 @@ pub fn run(
             }
         };
         let pushed = ingest.push(&line)?;
+        if !waiting.get() {
+            // The next read may block: what is complete is written before we wait.
+            ingest.commit()?;
+        }
         let lines = pushed.announce.iter().chain(std::iter::once(&line.raw));
         for text in lines {
             let Some(out) = writer.as_mut() else { break };
@@ -78,4 +97,34 @@ pub fn run(
     }
     outcome.ingest = ingest.finish()?;
     Ok(outcome)
+}
+
+/// A reader that knows whether bytes are buffered beyond the line just consumed.
+struct Watched<R> {
+    inner: R,
+    available: usize,
+    waiting: Rc<Cell<bool>>,
+}
+
+impl<R: BufRead> Read for Watched<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.available = 0;
+        self.waiting.set(false);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Watched<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let buf = self.inner.fill_buf()?;
+        self.available = buf.len();
+        Ok(buf)
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
+        self.available = self.available.saturating_sub(amount);
+        self.waiting.set(self.available > 0);
+    }
 }

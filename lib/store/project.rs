@@ -17,7 +17,7 @@ pub struct IngestStats {
     pub recorded: u64,
     /// Events already in the log, skipped.
     pub duplicates: u64,
-    /// Transactions committed (one per step).
+    /// Transactions committed (one per step, or per group of complete steps).
     pub commits: u64,
     /// Runs droid-record opened for events that named none.
     pub runs_opened: u64,
@@ -55,7 +55,8 @@ struct RunLog {
 
 /// Feeds events into a [`Store`]. Events are buffered per run until their step is complete
 /// (its decision's last result, the next observation, `run_ended`, or [`Ingest::finish`]), then
-/// written in one transaction. After an error, drop the ingest: buffered events are lost.
+/// written in one transaction (see [`Ingest::group_commit`]). After an error, drop the ingest:
+/// buffered events are lost.
 pub struct Ingest<'s> {
     store: &'s Store,
     runs: HashMap<String, RunLog>,
@@ -63,6 +64,10 @@ pub struct Ingest<'s> {
     last_run: Option<String>,
     projector: Projector,
     stats: IngestStats,
+    /// Complete steps not written yet, in stream order.
+    ready: Vec<(String, Vec<Pending>)>,
+    /// How many complete steps may share one transaction.
+    group_steps: usize,
 }
 
 impl Store {
@@ -75,6 +80,8 @@ impl Store {
             last_run: None,
             projector: Projector::default(),
             stats: IngestStats::default(),
+            ready: Vec::new(),
+            group_steps: 1,
         }
     }
 
@@ -136,6 +143,14 @@ fn writer_alive(pid: i64) -> bool {
 }
 
 impl Ingest<'_> {
+    /// Lets up to `steps` complete steps share one transaction (at least 1). A step is never
+    /// split; call [`Ingest::commit`] whenever the input would block, so a live stream still
+    /// commits each step as it completes and only a backlog is written in groups.
+    pub fn group_commit(mut self, steps: usize) -> Self {
+        self.group_steps = steps.max(1);
+        self
+    }
+
     /// Counts so far.
     pub fn stats(&self) -> IngestStats {
         self.stats
@@ -197,7 +212,7 @@ impl Ingest<'_> {
         let completes_step;
         match &event {
             Event::Observation(_) | Event::RunStarted(_) => {
-                self.flush(&run)?;
+                self.complete(&run)?;
                 completes_step = matches!(event, Event::RunStarted(_));
             }
             Event::RunEnded(_) => completes_step = true,
@@ -237,17 +252,19 @@ impl Ingest<'_> {
         });
         self.last_run = Some(run.clone());
         if completes_step {
-            self.flush(&run)?;
+            self.complete(&run)?;
         }
         Ok(Pushed { announce })
     }
 
     /// Commits everything buffered and refreshes `run_stats` of the runs that changed.
     pub fn finish(mut self) -> Result<IngestStats> {
-        let runs: Vec<String> = self.runs.keys().cloned().collect();
+        let mut runs: Vec<String> = self.runs.keys().cloned().collect();
+        runs.sort();
         for run in &runs {
-            self.flush(run)?;
+            self.complete(run)?;
         }
+        self.commit()?;
         let touched: Vec<i64> = self
             .runs
             .values()
@@ -348,81 +365,108 @@ impl Ingest<'_> {
         Ok(self.runs.get_mut(run).expect("run log present"))
     }
 
-    /// Writes a run's buffered events in one transaction.
-    fn flush(&mut self, run: &str) -> Result<()> {
+    /// Ends a run's current step: its buffered events are ready to be written, and are
+    /// written now unless group commit allows more steps to share the transaction.
+    fn complete(&mut self, run: &str) -> Result<()> {
         let Some(log) = self.runs.get_mut(run) else {
             return Ok(());
         };
         if log.pending.is_empty() {
             return Ok(());
         }
-        let pending = std::mem::take(&mut log.pending);
+        let step = std::mem::take(&mut log.pending);
         log.expected_results = None;
         log.results = 0;
+        self.ready.push((run.to_string(), step));
+        if self.ready.len() >= self.group_steps {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Writes every complete step not written yet, in one transaction.
+    pub fn commit(&mut self) -> Result<()> {
+        if self.ready.is_empty() {
+            return Ok(());
+        }
+        let ready = std::mem::take(&mut self.ready);
         let store = self.store;
+        let runs = &mut self.runs;
         let projector = &mut self.projector;
         let outcome = store.write(|conn| {
-            let run_id = match log.row_id {
-                Some(id) => id,
-                None => ensure_run(conn, run, &pending)?,
-            };
             let mut recorded = 0;
-            let mut ended = false;
-            for event in &pending {
-                let seq = log.next_seq;
-                let inserted = conn
-                    .prepare_cached(
-                        "INSERT OR IGNORE INTO run_events (run_id, seq, type, event_key, step, json, ts)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    )
-                    .and_then(|mut stmt| {
-                        stmt.execute(params![
-                            run_id,
-                            seq,
-                            event.kind,
-                            event.key,
-                            event.step.map(|s| s as i64),
-                            event.json,
-                            event.ts
-                        ])
-                    })
-                    .ctx("appending to run_events")?;
-                if inserted == 0 {
+            let mut ended = Vec::new();
+            for (run, events) in &ready {
+                let Some(log) = runs.get_mut(run) else {
                     continue;
+                };
+                let run_id = match log.row_id {
+                    Some(id) => id,
+                    None => ensure_run(conn, run, events)?,
+                };
+                log.row_id = Some(run_id);
+                let mut new_in_step = 0;
+                for event in events {
+                    let seq = log.next_seq;
+                    let inserted = conn
+                        .prepare_cached(
+                            "INSERT OR IGNORE INTO run_events
+                             (run_id, seq, type, event_key, step, json, ts)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        )
+                        .and_then(|mut stmt| {
+                            stmt.execute(params![
+                                run_id,
+                                seq,
+                                event.kind,
+                                event.key,
+                                event.step.map(|s| s as i64),
+                                event.json,
+                                event.ts
+                            ])
+                        })
+                        .ctx("appending to run_events")?;
+                    if inserted == 0 {
+                        continue;
+                    }
+                    log.next_seq += 1;
+                    new_in_step += 1;
+                    if let Some(parsed) = &event.event {
+                        if matches!(parsed, Event::RunEnded(_)) {
+                            ended.push(run_id);
+                        }
+                        projector.apply(conn, run_id, run, parsed, seq)?;
+                    }
                 }
-                log.next_seq += 1;
-                recorded += 1;
-                if let Some(parsed) = &event.event {
-                    ended |= matches!(parsed, Event::RunEnded(_));
-                    projector.apply(conn, run_id, run, parsed, seq)?;
+                if new_in_step > 0 && !log.writer_recorded {
+                    conn.execute(
+                        "INSERT INTO run_writers (run_id, pid, host, updated_at)
+                         VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid,
+                         host = excluded.host, updated_at = excluded.updated_at",
+                        params![
+                            run_id,
+                            std::process::id(),
+                            host_name(),
+                            crate::events::now_ts()
+                        ],
+                    )
+                    .ctx("recording the writer")?;
+                    log.writer_recorded = true;
                 }
+                log.touched |= new_in_step > 0;
+                recorded += new_in_step;
             }
-            if recorded > 0 && !log.writer_recorded {
-                conn.execute(
-                    "INSERT INTO run_writers (run_id, pid, host, updated_at) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host,
-                     updated_at = excluded.updated_at",
-                    params![
-                        run_id,
-                        std::process::id(),
-                        host_name(),
-                        crate::events::now_ts()
-                    ],
-                )
-                .ctx("recording the writer")?;
-            }
-            if ended {
+            for run_id in ended {
                 stats::refresh(conn, run_id)?;
             }
-            Ok((run_id, recorded))
+            Ok(recorded)
         });
         match outcome {
-            Ok((run_id, recorded)) => {
-                log.row_id = Some(run_id);
-                log.writer_recorded |= recorded > 0;
-                log.touched |= recorded > 0;
+            Ok(recorded) => {
+                let total: u64 = ready.iter().map(|(_, events)| events.len() as u64).sum();
                 self.stats.recorded += recorded;
-                self.stats.duplicates += pending.len() as u64 - recorded;
+                self.stats.duplicates += total - recorded;
                 self.stats.commits += 1;
                 Ok(())
             }

@@ -179,6 +179,7 @@ CREATE TABLE run_events (
     UNIQUE(run_id, seq),
     UNIQUE(run_id, event_key)
 );
+CREATE INDEX idx_run_events_type ON run_events(run_id, type, seq);
 CREATE TABLE run_writers (
     run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
     pid INTEGER NOT NULL,

@@ -163,15 +163,17 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64) -> Result<()> {
 
     // Device and app, from run_started or else the first observation that says.
     let first = |path: &str| -> Result<Sql> {
+        // Only run_started and the first observation are read: scanning every observation's
+        // JSON would cost more than the whole projection.
         conn.query_row(
-            "SELECT json_extract(json, ?2) FROM run_events
-             WHERE run_id = ?1 AND type IN ('run_started', 'observation')
-             AND json_extract(json, ?2) IS NOT NULL ORDER BY seq LIMIT 1",
+            "SELECT COALESCE(
+               json_extract((SELECT json FROM run_events WHERE run_id = ?1
+                             AND type = 'run_started' ORDER BY seq LIMIT 1), ?2),
+               json_extract((SELECT json FROM run_events WHERE run_id = ?1
+                             AND type = 'observation' ORDER BY seq LIMIT 1), ?2))",
             params![run_id, path],
             |r| r.get::<_, Sql>(0),
         )
-        .optional()
-        .map(|v| v.unwrap_or(Sql::Null))
         .ctx("computing run_stats")
     };
     fields.push(("device_model", first("$.device_info.model")?));
