@@ -147,6 +147,20 @@ fn store() {
         took.as_secs_f64(),
         lines.len() as f64 / took.as_secs_f64()
     );
+    let parse: Vec<Duration> = (0..3)
+        .map(|_| {
+            let started = Instant::now();
+            let parsed = droid::events::EventReader::new(input.as_bytes())
+                .filter(Result::is_ok)
+                .count();
+            assert_eq!(parsed, lines.len());
+            started.elapsed()
+        })
+        .collect();
+    println!(
+        "  of which decoding the stream (EventReader alone): median {:.2} s",
+        median(parse).as_secs_f64()
+    );
     let Some((_dir, store)) = kept else { return };
     let journal: Vec<Duration> = (0..200)
         .map(|_| {

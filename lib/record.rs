@@ -67,7 +67,7 @@ pub fn run(
         waiting: Rc::clone(&waiting),
     };
     for item in EventReader::new(input) {
-        let line = match item {
+        let mut line = match item {
             Ok(line) => line,
             Err(ReadError::Io(e)) => return Err(Error::Read(e)),
             Err(bad) => {
@@ -80,7 +80,7 @@ pub fn run(
                 continue;
             }
         };
-        let pushed = ingest.push(&line)?;
+        let pushed = ingest.push(&mut line)?;
         if !waiting.get() {
             // The next read may block: what is complete is written before we wait.
             ingest.commit()?;
@@ -126,5 +126,125 @@ impl<R: BufRead> BufRead for Watched<R> {
         self.inner.consume(amount);
         self.available = self.available.saturating_sub(amount);
         self.waiting.set(self.available > 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Action, ActionResult, ActionType, Decision, Event, Observation};
+
+    fn steps(n: u64) -> String {
+        let mut out = String::new();
+        for step in 1..=n {
+            let events = [
+                Event::Observation(Box::new(Observation {
+                    run_id: Some("r".into()),
+                    step: Some(step),
+                    ..Observation::default()
+                })),
+                Event::Decision(Decision {
+                    run_id: Some("r".into()),
+                    step: Some(step),
+                    ts: None,
+                    decider: None,
+                    actions: vec![Action::new(ActionType::Back)],
+                    signup_completed: false,
+                    done: false,
+                    ai: None,
+                    extra: Default::default(),
+                }),
+                Event::Result(ActionResult {
+                    run_id: Some("r".into()),
+                    step: Some(step),
+                    action_type: "back".into(),
+                    success: true,
+                    ..ActionResult::default()
+                }),
+            ];
+            for event in events {
+                out.push_str(&event.to_line());
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Hands out one line per read, like a live pipe.
+    struct Trickle<'a> {
+        rest: &'a [u8],
+        line_end: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.fill_buf()?.read(buf)?;
+            self.consume(n);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Trickle<'_> {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            if self.line_end == 0 {
+                self.line_end = self
+                    .rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(self.rest.len(), |i| i + 1);
+            }
+            Ok(&self.rest[..self.line_end])
+        }
+
+        fn consume(&mut self, amount: usize) {
+            self.rest = &self.rest[amount..];
+            self.line_end -= amount;
+        }
+    }
+
+    fn record(input: impl BufRead, output: impl Write) -> Outcome {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("c.db")).unwrap();
+        run(&Config::default(), &store, input, output, |_| {}).unwrap()
+    }
+
+    #[test]
+    fn a_live_stream_commits_every_step_before_waiting() {
+        let input = steps(3);
+        let outcome = record(
+            Trickle {
+                rest: input.as_bytes(),
+                line_end: 0,
+            },
+            io::sink(),
+        );
+        assert_eq!(outcome.ingest.recorded, 9);
+        assert_eq!(outcome.ingest.commits, 3);
+    }
+
+    #[test]
+    fn a_backlog_shares_transactions_without_splitting_steps() {
+        let input = steps(300);
+        let outcome = record(input.as_bytes(), io::sink());
+        assert_eq!(outcome.ingest.recorded, 900);
+        assert!(outcome.ingest.commits < 10, "{:?}", outcome.ingest);
+    }
+
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_stdout_does_not_stop_recording() {
+        let input = steps(4);
+        let outcome = record(input.as_bytes(), ClosedPipe);
+        assert_eq!(outcome.ingest.recorded, 12);
     }
 }

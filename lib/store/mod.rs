@@ -103,7 +103,7 @@ impl Store {
         conn.execute_batch(
             "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=8192;",
         )
-            .map_err(open_err)?;
+        .map_err(open_err)?;
         let store = Store {
             conn,
             path: path.to_path_buf(),

@@ -156,11 +156,11 @@ impl Ingest<'_> {
         self.stats
     }
 
-    /// Takes one line of the stream. Unknown types are kept in the log of the run the last
-    /// event went to (and not projected).
-    pub fn push(&mut self, line: &Line) -> Result<Pushed> {
-        match &line.event {
-            Some(event) => self.push_parsed(event.clone(), Some(&line.raw)),
+    /// Takes one line of the stream (its decoded event is taken out of it). Unknown types are
+    /// kept in the log of the run the last event went to (and not projected).
+    pub fn push(&mut self, line: &mut Line) -> Result<Pushed> {
+        match line.event.take() {
+            Some(event) => self.push_parsed(event, Some(&line.raw)),
             None => {
                 if let Some(run) = self.last_run.clone() {
                     let kind = serde_json::from_str::<serde_json::Value>(&line.raw)
@@ -209,15 +209,10 @@ impl Ingest<'_> {
             _ => event.to_line(),
         };
         let step = event.step();
-        let completes_step;
-        match &event {
-            Event::Observation(_) | Event::RunStarted(_) => {
-                self.complete(&run)?;
-                completes_step = matches!(event, Event::RunStarted(_));
-            }
-            Event::RunEnded(_) => completes_step = true,
-            _ => completes_step = false,
+        if matches!(event, Event::Observation(_) | Event::RunStarted(_)) {
+            self.complete(&run)?;
         }
+        let mut completes_step = matches!(event, Event::RunStarted(_) | Event::RunEnded(_));
         if let Event::RunStarted(e) = &event {
             let target = (
                 e.device.clone().unwrap_or_default(),
@@ -229,7 +224,6 @@ impl Ingest<'_> {
         if let (Event::Observation(_), Some(step)) = (&event, step) {
             log.last_step = Some(log.last_step.map_or(step, |s| s.max(step)));
         }
-        let mut completes_step = completes_step;
         match &event {
             Event::Decision(d) => {
                 log.expected_results = Some(d.actions.len());
@@ -336,33 +330,12 @@ impl Ingest<'_> {
 
     fn run_log(&mut self, run: &str) -> Result<&mut RunLog> {
         if !self.runs.contains_key(run) {
-            let known: Option<(i64, i64, Option<i64>)> = self
-                .store
-                .conn
-                .query_row(
-                    "SELECT r.id, COALESCE(MAX(e.seq), 0), MAX(e.step) FROM runs r
-                     LEFT JOIN run_events e ON e.run_id = r.id WHERE r.run_key = ?1 GROUP BY r.id",
-                    [run],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()
-                .ctx("loading a run")?;
-            let log = match known {
-                Some((row_id, max_seq, last_step)) => RunLog {
-                    row_id: Some(row_id),
-                    next_seq: max_seq + 1,
-                    last_step: last_step.map(|s| s.max(0) as u64),
-                    ..RunLog::default()
-                },
-                None => RunLog {
-                    next_seq: 1,
-                    ..RunLog::default()
-                },
-            };
+            let log = load_run_log(&self.store.conn, run)?;
             self.runs.insert(run.to_string(), log);
         }
-        // Inserted just above when missing.
-        Ok(self.runs.get_mut(run).expect("run log present"))
+        self.runs
+            .get_mut(run)
+            .ok_or_else(|| Error::NoRun(run.to_string()))
     }
 
     /// Ends a run's current step: its buffered events are ready to be written, and are
@@ -478,6 +451,31 @@ impl Ingest<'_> {
             }
         }
     }
+}
+
+/// What the log already holds of a run (nothing when it is new).
+fn load_run_log(conn: &Connection, run: &str) -> Result<RunLog> {
+    let known: Option<(i64, i64, Option<i64>)> = conn
+        .query_row(
+            "SELECT r.id, COALESCE(MAX(e.seq), 0), MAX(e.step) FROM runs r
+             LEFT JOIN run_events e ON e.run_id = r.id WHERE r.run_key = ?1 GROUP BY r.id",
+            [run],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()
+        .ctx("loading a run")?;
+    Ok(match known {
+        Some((row_id, max_seq, last_step)) => RunLog {
+            row_id: Some(row_id),
+            next_seq: max_seq + 1,
+            last_step: last_step.map(|s| s.max(0) as u64),
+            ..RunLog::default()
+        },
+        None => RunLog {
+            next_seq: 1,
+            ..RunLog::default()
+        },
+    })
 }
 
 fn ensure_run(conn: &Connection, run: &str, pending: &[Pending]) -> Result<i64> {
@@ -707,6 +705,10 @@ struct RunProjection {
 #[derive(Default)]
 pub(crate) struct Projector {
     screens: HashMap<(String, String), Vec<(i64, u64)>>,
+    composites: HashMap<i64, String>,
+    /// Fingerprints of (screen, actionable elements) already registered: re-inserting them
+    /// would change nothing.
+    registered: HashSet<u64>,
     runs: HashMap<i64, RunProjection>,
 }
 
@@ -755,11 +757,12 @@ impl Projector {
     }
 
     fn run(&mut self, conn: &Connection, run_id: i64) -> Result<&mut RunProjection> {
-        if !self.runs.contains_key(&run_id) {
-            let loaded = load_run_projection(conn, run_id)?;
-            self.runs.insert(run_id, loaded);
-        }
-        Ok(self.runs.get_mut(&run_id).expect("run projection present"))
+        Ok(match self.runs.entry(run_id) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(load_run_projection(conn, run_id)?)
+            }
+        })
     }
 
     fn observe(
@@ -819,10 +822,17 @@ impl Projector {
                 (id, "discovered")
             }
         };
-        let composite: String = conn
-            .prepare_cached("SELECT composite_hash FROM screens WHERE id = ?1")
-            .and_then(|mut s| s.query_row([screen_id], |r| r.get(0)))
-            .ctx("reading a screen")?;
+        let composite = match self.composites.get(&screen_id) {
+            Some(composite) => composite.clone(),
+            None => {
+                let composite: String = conn
+                    .prepare_cached("SELECT composite_hash FROM screens WHERE id = ?1")
+                    .and_then(|mut s| s.query_row([screen_id], |r| r.get(0)))
+                    .ctx("reading a screen")?;
+                self.composites.insert(screen_id, composite.clone());
+                composite
+            }
+        };
         conn.prepare_cached(
             "INSERT OR IGNORE INTO graph_persistence_outcomes (outcome_id, run_id, step_ordinal,
              screen_id, upsert_kind, source_run_seq, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -839,7 +849,9 @@ impl Projector {
             ])
         })
         .ctx("recording the outcome")?;
-        register_actions(conn, screen_id, &composite, o, &ts)?;
+        if self.registered.insert(actions_fingerprint(screen_id, o)) {
+            register_actions(conn, screen_id, &composite, o, &ts)?;
+        }
 
         let state = self.run(conn, run_id)?;
         if let Some(previous) = state.current.take() {
@@ -1013,6 +1025,26 @@ impl Projector {
     }
 }
 
+/// What [`register_actions`] reads of an observation, hashed.
+fn actions_fingerprint(screen_id: i64, o: &Observation) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    screen_id.hash(&mut hasher);
+    for e in &o.elements {
+        (&e.signature, &e.xpath, e.enabled, e.clickable, e.checkable).hash(&mut hasher);
+        (
+            e.long_clickable,
+            e.editable,
+            e.scrollable,
+            e.center_x,
+            e.center_y,
+        )
+            .hash(&mut hasher);
+        (e.bounds, e.ref_id, &e.resource_id).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// Actions a screen offers, from its actionable elements, plus `back`.
 fn register_actions(
     conn: &Connection,
@@ -1177,4 +1209,86 @@ fn load_run_projection(conn: &Connection, run_id: i64) -> Result<RunProjection> 
         steps,
         screens,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::ScreenHash;
+
+    fn observation(step: u64, activity: &str, phash: u64) -> Event {
+        Event::Observation(Box::new(Observation {
+            run_id: Some("r".into()),
+            step: Some(step),
+            package: Some("p".into()),
+            activity: Some(activity.into()),
+            hash: Some(ScreenHash {
+                phash: Some(format!("{phash:016x}")),
+                ..ScreenHash::default()
+            }),
+            ..Observation::default()
+        }))
+    }
+
+    fn screens_of(events: Vec<Event>) -> Vec<Option<i64>> {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("c.db")).unwrap();
+        let mut ingest = store.ingest();
+        let steps: Vec<u64> = events.iter().filter_map(Event::step).collect();
+        for event in events {
+            ingest.push_event(event).unwrap();
+        }
+        ingest.finish().unwrap();
+        steps
+            .into_iter()
+            .map(|step| store.screen_at_step("r", step).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn same_activity_within_five_bits_is_the_same_screen() {
+        let base = 0x0f0f_0f0f_0f0f_0f0f_u64;
+        let ids = screens_of(vec![
+            observation(1, "A", base),
+            observation(2, "A", base ^ 0b1_1111),
+            observation(3, "A", base ^ 0b11_1111),
+            observation(4, "B", base),
+        ]);
+        assert_eq!(ids[0], ids[1], "distance 5: same screen");
+        assert_ne!(ids[0], ids[2], "distance 6: a new screen");
+        assert_ne!(ids[0], ids[3], "another activity: a new screen");
+        assert!(ids.iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn the_nearest_known_screen_wins() {
+        let base = 0xffff_0000_ffff_0000_u64;
+        let ids = screens_of(vec![
+            observation(1, "A", base),
+            observation(2, "A", base ^ 0b11_1111_0000_0000),
+            observation(3, "A", base ^ 0b11_1111_0000_0001),
+        ]);
+        assert_ne!(ids[0], ids[1]);
+        assert_eq!(
+            ids[2], ids[1],
+            "one bit from the second, seven from the first"
+        );
+    }
+
+    #[test]
+    fn event_keys_name_the_step_and_index() {
+        let result = Event::Result(ActionResult {
+            step: Some(4),
+            index: 2,
+            ..ActionResult::default()
+        });
+        assert_eq!(event_key(&result, ""), "res:4:2");
+        assert_eq!(event_key(&observation(7, "A", 0), ""), "obs:7");
+        let note = Event::Note(crate::events::Note {
+            kind: "stuck".into(),
+            ..crate::events::Note::default()
+        });
+        assert_ne!(event_key(&note, "a"), event_key(&note, "b"));
+        assert!(event_key(&note, "a").starts_with("note:-:"));
+    }
 }
