@@ -3,8 +3,14 @@
 //! Data flows one way: device → observation → decision → result → record → report.
 //! Every stage is a function over a reader and a writer of event lines (see [`events`]).
 
+pub mod act;
+pub mod adb;
+pub mod capture;
 pub mod config;
+pub mod device;
 pub mod events;
+pub mod hash;
 pub mod record;
+pub mod sim;
 pub mod store;
 pub mod ui;

@@ -315,12 +315,6 @@ pub(crate) fn stable_id(parts: &[&str]) -> String {
     id
 }
 
-/// Bits that differ between two perceptual hashes.
-// TODO(ui): use droid::hash::hamming once the hash module lands on main.
-pub(crate) fn hamming(a: u64, b: u64) -> u32 {
-    (a ^ b).count_ones()
-}
-
 /// The host name, for telling whose process a writer pid is.
 pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -4,8 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{hamming, host_name, stable_id, stats, Context, Error, Result, Store};
+use super::{host_name, stable_id, stats, Context, Error, Result, Store};
 use crate::events::{ActionResult, Decision, Event, Line, Observation, RunEnded, RunStarted};
+use crate::hash::hamming;
+use crate::ui::{possible_actions, PossibleAction};
 
 /// Largest perceptual distance at which two captures of one activity are the same screen.
 pub(crate) const SAME_SCREEN_DISTANCE: u32 = 5;
@@ -1073,7 +1075,7 @@ fn register_actions(
         ts
     ])
     .ctx("registering actions")?;
-    for element in o.elements.iter().filter(|e| e.enabled) {
+    for element in &o.elements {
         let target_key = if element.signature.is_empty() {
             &element.xpath
         } else {
@@ -1082,14 +1084,17 @@ fn register_actions(
         if target_key.is_empty() {
             continue;
         }
-        let offered = [
-            ("click", element.clickable || element.checkable),
-            ("long_press", element.long_clickable),
-            ("input", element.editable),
-            ("scroll_down", element.scrollable),
-            ("scroll_up", element.scrollable),
-        ];
-        if !offered.iter().any(|(_, on)| *on) {
+        let verbs: Vec<&str> = possible_actions(element)
+            .into_iter()
+            .flat_map(|action| match action {
+                PossibleAction::Touch => &["click"][..],
+                PossibleAction::LongTouch => &["long_press"][..],
+                PossibleAction::SetText => &["input"][..],
+                PossibleAction::Scroll => &["scroll_down", "scroll_up"][..],
+            })
+            .copied()
+            .collect();
+        if verbs.is_empty() {
             continue;
         }
         let params_json = serde_json::json!({
@@ -1098,7 +1103,7 @@ fn register_actions(
             "resource_id": element.resource_id,
         })
         .to_string();
-        for (verb, _) in offered.iter().filter(|(_, on)| *on) {
+        for verb in verbs {
             stmt.execute(params![
                 stable_id(&[composite, verb, target_key]),
                 screen_id,

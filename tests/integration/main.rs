@@ -1,5 +1,15 @@
 //! One integration test binary; a module per stage (ripgrep's layout).
 
+mod act;
+mod adb;
+mod capture;
+mod capture_device;
 mod common;
+mod device;
 mod events;
+mod hash;
 mod record;
+mod sim_adb;
+mod sim_protocol;
+mod sim_world;
+mod ui;

@@ -18,11 +18,12 @@ use sha2::{Digest, Sha256};
 use crate::common::{droid, fixtures};
 
 /// A crawl of the real Simple Notes app model (`fixtures/apps/notes`): each step observes the
-/// current screen (elements from the model's transition targets, a perceptual hash that jitters
-/// by a bit or two between visits, as real screenshots do), decides one action (two when an
-/// input leads on), and reports its results. Screens without a way on go back.
+/// current screen (its real uiautomator dump, parsed and pruned by `droid::ui`; a perceptual
+/// hash that jitters by a bit or two between visits, as real screenshots do), decides one
+/// action along a recorded transition, and reports its result. Screens without a way on go back.
 struct NotesCrawl {
     screens: BTreeMap<String, (String, String)>,
+    dumps: BTreeMap<String, Vec<UiElement>>,
     transitions: Vec<Value>,
     start: String,
 }
@@ -32,6 +33,20 @@ impl NotesCrawl {
         let text = std::fs::read_to_string(fixtures().join("apps/notes/model.json")).unwrap();
         let model: Value = serde_json::from_str(&text).unwrap();
         let package = model["package"].as_str().unwrap().to_string();
+        let dumps = model["screens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let path = fixtures()
+                    .join("apps/notes")
+                    .join(s["hierarchy"].as_str().unwrap());
+                let mut elements =
+                    droid::ui::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+                droid::ui::prune(&mut elements);
+                (s["id"].as_str().unwrap().to_string(), elements)
+            })
+            .collect();
         let screens = model["screens"]
             .as_array()
             .unwrap()
@@ -45,6 +60,7 @@ impl NotesCrawl {
             .collect();
         NotesCrawl {
             screens,
+            dumps,
             transitions: model["transitions"].as_array().unwrap().clone(),
             start: model["start"].as_str().unwrap().to_string(),
         }
@@ -130,10 +146,24 @@ impl NotesCrawl {
                 .iter()
                 .filter(|t| t["from"] == screen.as_str() && t["target"].is_object())
                 .collect();
-            let elements: Vec<UiElement> = outgoing
+            let elements = self.dumps[&screen].clone();
+            // The element each transition's target names in the dump (built from the target when
+            // the dump has no such node).
+            let targets: Vec<UiElement> = outgoing
                 .iter()
                 .enumerate()
-                .map(|(i, t)| Self::element(i as u32, &t["target"]))
+                .map(|(i, t)| {
+                    let wanted = Self::element(i as u32, &t["target"]);
+                    elements
+                        .iter()
+                        .find(|e| {
+                            e.bounds == wanted.bounds
+                                && (wanted.resource_id.is_empty()
+                                    || e.resource_id == wanted.resource_id)
+                        })
+                        .cloned()
+                        .unwrap_or(wanted)
+                })
                 .collect();
             let phash = Self::phash(&screen, *visit);
             emit(Event::Observation(Box::new(Observation {
@@ -160,7 +190,7 @@ impl NotesCrawl {
             match choice {
                 Some(t) => {
                     let index = outgoing.iter().position(|o| std::ptr::eq(*o, *t)).unwrap();
-                    let element = elements[index].clone();
+                    let element = targets[index].clone();
                     let verb = if t["action"] == "input" {
                         ActionType::Input
                     } else {
@@ -272,7 +302,8 @@ fn feed(db: &Path, lines: &[String], extra: &[&str]) -> Output {
     let input = lines.join("\n") + "\n";
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    // `--strict` stops reading early, so the rest of the input may meet a closed pipe.
+    let _ = writer.join().unwrap();
     out
 }
 
