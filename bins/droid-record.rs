@@ -211,3 +211,12 @@ fn configure(mut user: UserConfig, action: ConfigAction) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Args::command().debug_assert();
+    }
+}
