@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use droid::config::{self, Entry, Secret, UserConfig, ValueType};
+use droid::config::{self, Secret, UserConfig, ValueType};
 use droid::store::{RunSummary, Store};
 
 #[derive(Parser)]
@@ -92,6 +92,15 @@ fn main() -> ExitCode {
     let args = Args::parse();
     match run(args) {
         Ok(code) => code,
+        // A reader that stopped listening (`droid-record runs | head`) is a normal end.
+        Err(err)
+            if err.chain().any(|e| {
+                e.downcast_ref::<io::Error>()
+                    .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             eprintln!("droid-record: error: {err:#}");
             ExitCode::from(1)
@@ -176,38 +185,19 @@ fn configure(mut user: UserConfig, action: ConfigAction) -> Result<ExitCode> {
                 user.set(&key, &value, kind)?;
             }
         }
-        ConfigAction::Get { key, reveal } => {
-            if let Some(secret) = user.get_secret(&key)? {
-                println!(
-                    "{}",
-                    if reveal {
-                        secret.expose().to_string()
-                    } else {
-                        secret.to_string()
-                    }
-                );
-            } else if let Some(setting) = user.get(&key)? {
-                println!("{}", setting.value);
-            } else {
+        ConfigAction::Get { key, reveal } => match user.show(&key, reveal)? {
+            Some(value) => println!("{value}"),
+            None => {
                 eprintln!("droid-record: {key} is not set");
                 return Ok(ExitCode::from(1));
             }
-        }
+        },
         ConfigAction::Unset { key } => {
             if !user.unset(&key)? {
                 eprintln!("droid-record: {key} was not set");
             }
         }
-        ConfigAction::List => {
-            for entry in user.list()? {
-                match entry {
-                    Entry::Setting(s) => {
-                        println!("{}\t{}\t{}", s.key, s.value_type.as_str(), s.value)
-                    }
-                    Entry::Secret { key, .. } => println!("{key}\tsecret\t<redacted>"),
-                }
-            }
-        }
+        ConfigAction::List => user.list()?.iter().for_each(|entry| println!("{entry}")),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -153,6 +153,16 @@ pub enum Entry {
     Secret { key: String, updated_at: String },
 }
 
+impl fmt::Display for Entry {
+    /// `key<TAB>type<TAB>value`, with `<redacted>` for a secret's value.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Entry::Setting(s) => write!(f, "{}\t{}\t{}", s.key, s.value_type.as_str(), s.value),
+            Entry::Secret { key, .. } => write!(f, "{key}\tsecret\t<redacted>"),
+        }
+    }
+}
+
 /// The default place of user_config.db: `$XDG_CONFIG_HOME/droid/`, else `~/.config/droid/`.
 pub fn default_path(xdg_config_home: Option<&str>, home: Option<&str>) -> PathBuf {
     let base = match (xdg_config_home, home) {
@@ -332,6 +342,18 @@ impl UserConfig {
             .map_err(|_| decrypt_err())?;
         let text = String::from_utf8(clear).map_err(|_| decrypt_err())?;
         Ok(Some(Secret(text)))
+    }
+
+    /// A key's value for people: a setting's value, a secret as `<redacted>` unless `reveal`.
+    pub fn show(&mut self, key: &str, reveal: bool) -> Result<Option<String>, Error> {
+        if let Some(secret) = self.get_secret(key)? {
+            return Ok(Some(if reveal {
+                secret.expose().to_string()
+            } else {
+                secret.to_string()
+            }));
+        }
+        Ok(self.get(key)?.map(|setting| setting.value))
     }
 
     /// Removes a setting or secret; `false` when there was none.
