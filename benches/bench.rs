@@ -5,6 +5,12 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use droid::events::{
+    Action, ActionResult, ActionType, Decision, Event, Observation, Origin, ScreenHash,
+};
+use droid::record;
+use droid::store::{Store, JOURNAL_STEPS};
+use droid::ui::{Bounds, UiElement};
 use image::{DynamicImage, Rgb, RgbImage};
 
 /// Named sections, in the order they run.
@@ -14,6 +20,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("sim_world", sim_world),
     ("sim_server", sim_server),
     ("capture", capture),
+    ("store", store),
 ];
 
 fn main() {
@@ -313,5 +320,140 @@ fn capture() {
     println!(
         "\nconcurrent capture = {:.2} x the slower of dump and screenshot (target: <= 1.10)",
         concurrent.as_secs_f64() / dump.max(shot).as_secs_f64()
+    );
+}
+
+/// A synthetic run: `steps` steps over 300 screens of 30 activities, 12 elements each, one
+/// action per step (two every tenth step).
+fn synthetic_run(steps: u64) -> Vec<String> {
+    let mut lines = Vec::new();
+    for step in 1..=steps {
+        let screen = (step * 7919) % 300;
+        let activity = format!("com.example.app.Activity{}", screen % 30);
+        let phash = (screen.wrapping_mul(0x9E37_79B9_7F4A_7C15)) ^ (step % 3);
+        let elements: Vec<UiElement> = (0..12)
+            .map(|i| {
+                let bounds = Bounds::from([0, i * 100, 1080, i * 100 + 90]);
+                let (cx, cy) = bounds.center();
+                UiElement {
+                    element_id: i as u32,
+                    bounds,
+                    class_name: "android.widget.Button".into(),
+                    resource_id: format!("com.example.app:id/b{i}"),
+                    text: format!("Item {i} of {screen}"),
+                    clickable: true,
+                    enabled: true,
+                    visible: true,
+                    center_x: cx,
+                    center_y: cy,
+                    xpath: format!("/hierarchy/node[{i}]"),
+                    signature: format!("android.widget.Button|b{i}|Item {i} of {screen}"),
+                    ref_id: Some(i as u32 + 1),
+                    ..UiElement::default()
+                }
+            })
+            .collect();
+        let run = Some("bench".to_string());
+        lines.push(
+            Event::Observation(Box::new(Observation {
+                run_id: run.clone(),
+                step: Some(step),
+                ts: Some(format!("2026-01-01T00:00:{:02}.000Z", step % 60)),
+                package: Some("com.example.app".into()),
+                activity: Some(activity.clone()),
+                elements: elements.clone(),
+                hash: Some(ScreenHash {
+                    phash: Some(format!("{phash:016x}")),
+                    screen_key: Some(format!("{activity}|{phash:016x}")),
+                    ..ScreenHash::default()
+                }),
+                ..Observation::default()
+            }))
+            .to_line(),
+        );
+        let batch = if step % 10 == 0 { 2 } else { 1 };
+        let actions: Vec<Action> = (0..batch).map(|_| Action::new(ActionType::Click)).collect();
+        lines.push(
+            Event::Decision(Decision {
+                run_id: run.clone(),
+                step: Some(step),
+                ts: None,
+                decider: Some("heuristic".into()),
+                actions,
+                signup_completed: false,
+                done: false,
+                ai: None,
+                extra: Default::default(),
+            })
+            .to_line(),
+        );
+        for index in 0..batch {
+            let target = &elements[((step + index) % 12) as usize];
+            lines.push(
+                Event::Result(ActionResult {
+                    run_id: run.clone(),
+                    step: Some(step),
+                    index: index as u32,
+                    action_type: "click".into(),
+                    target_signature: Some(target.signature.clone()),
+                    success: true,
+                    duration_ms: 100,
+                    tap_point: Some([target.center_x.into(), target.center_y.into()]),
+                    origin: Some(Origin::Heuristic),
+                    ..ActionResult::default()
+                })
+                .to_line(),
+            );
+        }
+    }
+    lines
+}
+
+/// droid-record's stage over a synthetic 10 000-step run, and the exploration journal query.
+fn store() {
+    let lines = synthetic_run(10_000);
+    let input = lines.join("\n") + "\n";
+    let decode = median(3, || {
+        let decoded = droid::events::EventReader::new(input.as_bytes())
+            .filter(Result::is_ok)
+            .count();
+        assert_eq!(decoded, lines.len());
+    });
+    let mut kept = None;
+    let (took, fastest) = time(3, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("crawler.db")).expect("open store");
+        record::run(
+            &record::Config::default(),
+            &store,
+            input.as_bytes(),
+            std::io::sink(),
+            |_| {},
+        )
+        .expect("ingest");
+        kept = Some((dir, store));
+    });
+    let rate = |d: Duration| lines.len() as f64 / d.as_secs_f64();
+    println!(
+        "ingest of a 10 000-step run ({} events, into a new file): median {:.2} s = {:.0} events/s, \
+         fastest {:.0} events/s (target >= 20 000 events/s)",
+        lines.len(),
+        took.as_secs_f64(),
+        rate(took),
+        rate(fastest)
+    );
+    println!(
+        "  of which decoding the lines (EventReader alone): median {:.2} s",
+        decode.as_secs_f64()
+    );
+    let Some((_dir, store)) = kept else { return };
+    let (journal, fastest) = time(200, || {
+        let entries = store.journal("bench", JOURNAL_STEPS).expect("journal");
+        assert_eq!(entries.len(), JOURNAL_STEPS as usize);
+    });
+    println!(
+        "exploration journal (last {JOURNAL_STEPS} steps of 10 000): median {:.1} µs, fastest {:.1} µs",
+        micros(journal),
+        micros(fastest)
     );
 }

@@ -6,8 +6,11 @@
 pub mod act;
 pub mod adb;
 pub mod capture;
+pub mod config;
 pub mod device;
 pub mod events;
 pub mod hash;
+pub mod record;
 pub mod sim;
+pub mod store;
 pub mod ui;

@@ -8,6 +8,7 @@ mod common;
 mod device;
 mod events;
 mod hash;
+mod record;
 mod sim_adb;
 mod sim_protocol;
 mod sim_world;

@@ -1,0 +1,212 @@
+//! droid-record: record the event stream in crawler.db and pass it on.
+
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use droid::config::{self, Secret, UserConfig, ValueType};
+use droid::store::{RunSummary, Store};
+
+#[derive(Parser)]
+#[command(
+    name = "droid-record",
+    version,
+    about = "Record the event stream in crawler.db (and pass every line on)",
+    long_about = "Reads events on stdin, appends each to its run's event log in crawler.db, projects \
+it into the tables (runs, screens, step_logs, transitions, run_stats, ai_interactions, and the \
+screen graph) one transaction per step, and writes the line unchanged to stdout. Feeding the same \
+events twice changes nothing. A bad line is reported with its number, skipped, and makes the exit \
+status 1; --strict stops at it instead.",
+    after_help = "Examples:
+  droid-capture | droid-hash | droid-decide | droid-act | droid-record --db crawler.db
+  droid-record runs
+  droid-record export run-20260101T120000-abc123 > run.jsonl
+  droid-record --db copy.db < run.jsonl
+  droid-record rebuild && droid-record cleanup
+  droid-record config set gemini_api_key --secret   (reads the value from stdin)"
+)]
+struct Args {
+    /// The database (created when missing).
+    #[arg(long, env = "DROID_DB", default_value = "crawler.db", global = true)]
+    db: PathBuf,
+    /// Stop at the first bad line.
+    #[arg(long)]
+    strict: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List runs: id, package, device, status, steps, screens, start, end.
+    Runs {
+        /// One JSON object per run instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's events as JSON lines, ready to be fed again or replayed.
+    Export { run: String },
+    /// Delete a run, everything recorded about it, and its session folder.
+    Delete { run: String },
+    /// Drop the projected tables and re-project every run from the event log.
+    Rebuild,
+    /// Mark runs left RUNNING by a process that is gone as ERROR.
+    Cleanup,
+    /// Settings and secrets in user_config.db.
+    Config {
+        /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
+        #[arg(long, env = "DROID_USER_CONFIG")]
+        config_db: Option<PathBuf>,
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigAction {
+    /// Store a setting, or with --secret an encrypted secret (value from stdin when omitted).
+    Set {
+        key: String,
+        value: Option<String>,
+        #[arg(long)]
+        secret: bool,
+        /// string, int, float, bool or json.
+        #[arg(long = "type", default_value = "string")]
+        value_type: String,
+    },
+    /// Print a setting; secrets print as <redacted> unless --reveal.
+    Get {
+        key: String,
+        #[arg(long)]
+        reveal: bool,
+    },
+    /// Remove a setting or secret.
+    Unset { key: String },
+    /// List settings and secrets (secrets without values).
+    List,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => code,
+        // A reader that stopped listening (`droid-record runs | head`) is a normal end.
+        Err(err)
+            if err.chain().any(|e| {
+                e.downcast_ref::<io::Error>()
+                    .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("droid-record: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<ExitCode> {
+    if let Some(Command::Config { config_db, action }) = args.command {
+        let path = config_db.unwrap_or_else(|| {
+            let xdg = std::env::var("XDG_CONFIG_HOME").ok();
+            config::default_path(xdg.as_deref(), std::env::var("HOME").ok().as_deref())
+        });
+        let user = UserConfig::open(&path).with_context(|| format!("{}", path.display()))?;
+        return configure(user, action);
+    }
+    let store = Store::open(&args.db).with_context(|| format!("{}", args.db.display()))?;
+    let mut out = io::stdout().lock();
+    match args.command {
+        None => {
+            let cfg = droid::record::Config {
+                strict: args.strict,
+            };
+            let report = |bad: &droid::events::ReadError| eprintln!("droid-record: {bad}");
+            let outcome = droid::record::run(&cfg, &store, io::stdin().lock(), out, report)?;
+            return Ok(ExitCode::from(u8::from(outcome.bad_lines > 0)));
+        }
+        Some(Command::Runs { json }) => {
+            let runs = store.runs()?;
+            if json {
+                for run in &runs {
+                    writeln!(out, "{}", serde_json::to_string(run)?)?;
+                }
+            } else {
+                write!(out, "{}", RunSummary::table(&runs))?;
+            }
+        }
+        Some(Command::Export { run }) => {
+            store.export(&run, &mut out)?;
+        }
+        Some(Command::Delete { run }) => match store.delete_run(&run)? {
+            Some(dir) => eprintln!("droid-record: deleted {run} and {}", dir.display()),
+            None => eprintln!("droid-record: deleted {run}"),
+        },
+        Some(Command::Rebuild) => {
+            let events = store.rebuild()?;
+            eprintln!("droid-record: re-projected {events} events");
+        }
+        Some(Command::Cleanup) => {
+            for run in store.cleanup()? {
+                writeln!(out, "{run}")?;
+            }
+        }
+        Some(Command::Config { .. }) => unreachable!("handled above"),
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn configure(mut user: UserConfig, action: ConfigAction) -> Result<ExitCode> {
+    match action {
+        ConfigAction::Set {
+            key,
+            value,
+            secret,
+            value_type,
+        } => {
+            let value = match value {
+                Some(value) => value,
+                None => {
+                    let mut line = String::new();
+                    io::stdin().lock().read_line(&mut line)?;
+                    line.trim_end_matches(['\r', '\n']).to_string()
+                }
+            };
+            if secret {
+                user.set_secret(&key, &Secret::new(value))?;
+            } else {
+                let Some(kind) = ValueType::parse(&value_type) else {
+                    bail!("--type {value_type}: expected string, int, float, bool or json");
+                };
+                user.set(&key, &value, kind)?;
+            }
+        }
+        ConfigAction::Get { key, reveal } => match user.show(&key, reveal)? {
+            Some(value) => println!("{value}"),
+            None => {
+                eprintln!("droid-record: {key} is not set");
+                return Ok(ExitCode::from(1));
+            }
+        },
+        ConfigAction::Unset { key } => {
+            if !user.unset(&key)? {
+                eprintln!("droid-record: {key} was not set");
+            }
+        }
+        ConfigAction::List => user.list()?.iter().for_each(|entry| println!("{entry}")),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Args::command().debug_assert();
+    }
+}

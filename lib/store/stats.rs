@@ -1,0 +1,341 @@
+//! `run_stats`: every seed field, computed from the projected tables and the run's events.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use rusqlite::types::Value as Sql;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{Map, Value};
+
+use super::{Context, Result};
+
+/// Recomputes the `run_stats` row of one run (its id is the run's id, so rebuilding the
+/// projection reproduces it exactly).
+pub(crate) fn refresh(conn: &Connection, run_id: i64) -> Result<()> {
+    let mut fields: Vec<(&'static str, Sql)> =
+        vec![("id", run_id.into()), ("run_id", run_id.into())];
+
+    let one = |sql: &str| -> Result<Vec<Sql>> {
+        conn.query_row(sql, [run_id], |row| {
+            (0..row.as_ref().column_count())
+                .map(|i| row.get::<_, Sql>(i))
+                .collect()
+        })
+        .ctx("computing run_stats")
+    };
+
+    // Progress.
+    let progress = one("SELECT
+           (SELECT COUNT(*) FROM graph_persistence_outcomes WHERE run_id = ?1),
+           (SELECT COUNT(*) FROM (SELECT MIN(execution_success) ok FROM step_logs
+              WHERE run_id = ?1 GROUP BY step_number) WHERE ok = 1),
+           (SELECT COUNT(*) FROM (SELECT MIN(execution_success) ok FROM step_logs
+              WHERE run_id = ?1 GROUP BY step_number) WHERE ok = 0),
+           (SELECT (julianday(MAX(ts)) - julianday(MIN(ts))) * 86400.0 FROM run_events
+              WHERE run_id = ?1 AND ts IS NOT NULL AND ts <> '')")?;
+    let steps = as_i64(&progress[0]);
+    let duration = as_f64(&progress[3]);
+    fields.push(("total_steps", progress[0].clone()));
+    fields.push(("successful_steps", progress[1].clone()));
+    fields.push(("failed_steps", progress[2].clone()));
+    fields.push(("crawl_duration_seconds", opt_f64(duration)));
+    fields.push((
+        "avg_step_duration_ms",
+        opt_f64(
+            duration
+                .filter(|_| steps > 0)
+                .map(|d| d * 1000.0 / steps as f64),
+        ),
+    ));
+
+    // Discovery.
+    let discovery = one(
+        "SELECT COUNT(DISTINCT o.screen_id), COUNT(*), COUNT(DISTINCT s.activity_name)
+         FROM graph_persistence_outcomes o JOIN screens s ON s.id = o.screen_id
+         WHERE o.run_id = ?1",
+    )?;
+    fields.push(("unique_screens_visited", discovery[0].clone()));
+    fields.push(("total_screen_visits", discovery[1].clone()));
+    fields.push((
+        "deepest_navigation_depth",
+        deepest_depth(conn, run_id)?.into(),
+    ));
+    let most: Option<(i64, i64)> = conn
+        .query_row(
+            "SELECT screen_id, COUNT(*) c FROM graph_persistence_outcomes WHERE run_id = ?1
+             GROUP BY screen_id ORDER BY c DESC, screen_id LIMIT 1",
+            [run_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .ctx("computing run_stats")?;
+    fields.push(("most_visited_screen_id", most.map(|m| m.0).into()));
+    fields.push(("most_visited_screen_count", most.map_or(0, |m| m.1).into()));
+    fields.push(("unique_activities_visited", discovery[2].clone()));
+
+    // Actions.
+    let (all, ok, failed) = actions_by_type(conn, run_id)?;
+    fields.push(("actions_by_type_json", all.into()));
+    fields.push(("successful_actions_by_type_json", ok.into()));
+    fields.push(("failed_actions_by_type_json", failed.into()));
+    let durations = one(
+        "SELECT AVG(action_duration_ms), MIN(action_duration_ms), MAX(action_duration_ms)
+         FROM step_logs WHERE run_id = ?1",
+    )?;
+    fields.push(("avg_action_duration_ms", durations[0].clone()));
+    fields.push(("min_action_duration_ms", durations[1].clone()));
+    fields.push(("max_action_duration_ms", durations[2].clone()));
+
+    // AI performance.
+    let ai = one(
+        "SELECT COUNT(*), AVG(latency_ms), MIN(latency_ms), MAX(latency_ms),
+           COALESCE(SUM(error_message LIKE '%timeout%' OR error_message LIKE '%timed out%'), 0),
+           COALESCE(SUM(success = 0), 0), COALESCE(SUM(retry_count), 0),
+           (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'note'
+              AND json_extract(json, '$.kind') = 'invalid_response'),
+           CASE WHEN COUNT(tokens_input) + COUNT(tokens_output) = 0 THEN NULL
+                ELSE COALESCE(SUM(tokens_input), 0) + COALESCE(SUM(tokens_output), 0) END
+         FROM ai_interactions WHERE run_id = ?1",
+    )?;
+    for (name, value) in [
+        "total_ai_calls",
+        "avg_ai_response_time_ms",
+        "min_ai_response_time_ms",
+        "max_ai_response_time_ms",
+        "ai_timeout_count",
+        "ai_error_count",
+        "ai_retry_count",
+        "invalid_response_count",
+        "total_ai_tokens_used",
+    ]
+    .into_iter()
+    .zip(ai)
+    {
+        fields.push((name, value));
+    }
+
+    // Batching.
+    let batching = one("SELECT COALESCE(SUM(n > 1), 0), COALESCE(SUM(n = 1), 0),
+           COALESCE(SUM(CASE WHEN n > 1 THEN n ELSE 0 END), 0), AVG(n), COALESCE(MAX(n), 0)
+         FROM (SELECT json_array_length(json, '$.actions') n FROM run_events
+               WHERE run_id = ?1 AND type = 'decision')")?;
+    for (name, value) in [
+        "multi_action_batch_count",
+        "single_action_count",
+        "total_batch_actions",
+        "avg_batch_size",
+        "max_batch_size",
+    ]
+    .into_iter()
+    .zip(batching)
+    {
+        fields.push((name, value));
+    }
+
+    // Errors and recoveries, from notes (`data.recovered`, `data.recovery_ms`) and results.
+    let recovery = one("SELECT
+           COALESCE(SUM(k = 'stuck'), 0), COALESCE(SUM(k = 'stuck' AND rec = 1), 0),
+           COALESCE(SUM(k = 'crash'), 0), COALESCE(SUM(k = 'relaunch'), 0),
+           COALESCE(SUM(k = 'context_loss'), 0),
+           (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'result'
+              AND json_extract(json, '$.error_kind') = 'invalid_bbox'),
+           COALESCE(SUM(k = 'uiautomator_crash'), 0),
+           COALESCE(SUM(k = 'uiautomator_crash' AND rec = 1), 0),
+           AVG(ms)
+         FROM (SELECT json_extract(json, '$.kind') k, json_extract(json, '$.data.recovered') rec,
+                 json_extract(json, '$.data.recovery_ms') ms
+               FROM run_events WHERE run_id = ?1 AND type = 'note')")?;
+    for (name, value) in [
+        "stuck_detection_count",
+        "stuck_recovery_success",
+        "app_crash_count",
+        "app_relaunch_count",
+        "context_recovery_count",
+        "invalid_bbox_count",
+        "uiautomator_crash_count",
+        "uiautomator_recovery_count",
+        "avg_recovery_time_ms",
+    ]
+    .into_iter()
+    .zip(recovery)
+    {
+        fields.push((name, value));
+    }
+
+    // Device and app, from run_started or else the first observation that says.
+    let first = |path: &str| -> Result<Sql> {
+        // Only run_started and the first observation are read: scanning every observation's
+        // JSON would cost more than the whole projection.
+        conn.query_row(
+            "SELECT COALESCE(
+               json_extract((SELECT json FROM run_events WHERE run_id = ?1
+                             AND type = 'run_started' ORDER BY seq LIMIT 1), ?2),
+               json_extract((SELECT json FROM run_events WHERE run_id = ?1
+                             AND type = 'observation' ORDER BY seq LIMIT 1), ?2))",
+            params![run_id, path],
+            |r| r.get::<_, Sql>(0),
+        )
+        .ctx("computing run_stats")
+    };
+    fields.push(("device_model", first("$.device_info.model")?));
+    fields.push(("android_version", first("$.device_info.android_version")?));
+    let width = first("$.device_info.screen_size[0]")?;
+    let height = first("$.device_info.screen_size[1]")?;
+    let (width, height) = if width == Sql::Null {
+        (first("$.screen_size[0]")?, first("$.screen_size[1]")?)
+    } else {
+        (width, height)
+    };
+    fields.push(("screen_width", width));
+    fields.push(("screen_height", height));
+    fields.push(("app_version", first("$.app_version")?));
+
+    // Network and security artifacts: the last `artifact` note of each kind.
+    let artifact = |kind: &str, field: &str| -> Result<Sql> {
+        conn.query_row(
+            "SELECT json_extract(json, '$.data.' || ?3) FROM run_events
+             WHERE run_id = ?1 AND type = 'note' AND json_extract(json, '$.kind') = 'artifact'
+             AND json_extract(json, '$.data.artifact') = ?2 ORDER BY seq DESC LIMIT 1",
+            params![run_id, kind, field],
+            |r| r.get::<_, Sql>(0),
+        )
+        .optional()
+        .map(|v| v.unwrap_or(Sql::Null))
+        .ctx("computing run_stats")
+    };
+    let zero_if_null = |v: Sql| if v == Sql::Null { Sql::Integer(0) } else { v };
+    fields.push(("pcap_file_size_bytes", artifact("pcap", "size_bytes")?));
+    fields.push(("pcap_packet_count", artifact("pcap", "packet_count")?));
+    fields.push(("mobsf_security_score", artifact("mobsf", "security_score")?));
+    fields.push((
+        "mobsf_high_issues",
+        zero_if_null(artifact("mobsf", "high_issues")?),
+    ));
+    fields.push((
+        "mobsf_medium_issues",
+        zero_if_null(artifact("mobsf", "medium_issues")?),
+    ));
+    fields.push((
+        "mobsf_low_issues",
+        zero_if_null(artifact("mobsf", "low_issues")?),
+    ));
+    fields.push(("video_file_size_bytes", artifact("video", "size_bytes")?));
+    fields.push((
+        "video_duration_seconds",
+        artifact("video", "duration_seconds")?,
+    ));
+
+    // Coverage.
+    let coverage =
+        one("SELECT COALESCE(SUM(count), 0), COUNT(*) FROM transitions WHERE run_id = ?1")?;
+    fields.push(("transition_count", coverage[0].clone()));
+    fields.push(("unique_transitions", coverage[1].clone()));
+
+    conn.execute("DELETE FROM run_stats WHERE run_id = ?1", [run_id])
+        .ctx("writing run_stats")?;
+    let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+    let marks = vec!["?"; fields.len()].join(", ");
+    let sql = format!(
+        "INSERT INTO run_stats ({}) VALUES ({marks})",
+        names.join(", ")
+    );
+    conn.execute(
+        &sql,
+        rusqlite::params_from_iter(fields.into_iter().map(|(_, v)| v)),
+    )
+    .ctx("writing run_stats")?;
+    Ok(())
+}
+
+fn as_i64(value: &Sql) -> i64 {
+    match value {
+        Sql::Integer(i) => *i,
+        _ => 0,
+    }
+}
+
+fn as_f64(value: &Sql) -> Option<f64> {
+    match value {
+        Sql::Real(f) => Some(*f),
+        Sql::Integer(i) => Some(*i as f64),
+        _ => None,
+    }
+}
+
+fn opt_f64(value: Option<f64>) -> Sql {
+    value.map_or(Sql::Null, Sql::Real)
+}
+
+/// `{"click": 50, ...}` for all, successful and failed actions, keys in name order.
+fn actions_by_type(conn: &Connection, run_id: i64) -> Result<(String, String, String)> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT action_type, COUNT(*), SUM(execution_success) FROM step_logs
+             WHERE run_id = ?1 GROUP BY action_type ORDER BY action_type",
+        )
+        .ctx("computing run_stats")?;
+    let rows = stmt
+        .query_map([run_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .ctx("computing run_stats")?;
+    let (mut all, mut ok, mut failed) = (Map::new(), Map::new(), Map::new());
+    for row in rows {
+        let (kind, count, succeeded) = row.ctx("computing run_stats")?;
+        all.insert(kind.clone(), Value::from(count));
+        if succeeded > 0 {
+            ok.insert(kind.clone(), Value::from(succeeded));
+        }
+        if count > succeeded {
+            failed.insert(kind, Value::from(count - succeeded));
+        }
+    }
+    Ok((
+        Value::Object(all).to_string(),
+        Value::Object(ok).to_string(),
+        Value::Object(failed).to_string(),
+    ))
+}
+
+/// The largest shortest-path distance from the run's first screen over the transitions the run
+/// took: how deep into the app the run got.
+fn deepest_depth(conn: &Connection, run_id: i64) -> Result<i64> {
+    let start: Option<i64> = conn
+        .query_row(
+            "SELECT screen_id FROM graph_persistence_outcomes WHERE run_id = ?1
+             ORDER BY step_ordinal LIMIT 1",
+            [run_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .ctx("computing run_stats")?;
+    let Some(start) = start else {
+        return Ok(0);
+    };
+    let mut stmt = conn
+        .prepare("SELECT from_screen_id, to_screen_id FROM transitions WHERE run_id = ?1")
+        .ctx("computing run_stats")?;
+    let rows = stmt
+        .query_map([run_id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+        .ctx("computing run_stats")?;
+    let mut next: HashMap<i64, Vec<i64>> = HashMap::new();
+    for row in rows {
+        let (from, to) = row.ctx("computing run_stats")?;
+        next.entry(from).or_default().push(to);
+    }
+    let mut seen = HashSet::from([start]);
+    let mut queue = VecDeque::from([(start, 0)]);
+    let mut deepest = 0;
+    while let Some((screen, depth)) = queue.pop_front() {
+        deepest = deepest.max(depth);
+        for &to in next.get(&screen).into_iter().flatten() {
+            if seen.insert(to) {
+                queue.push_back((to, depth + 1));
+            }
+        }
+    }
+    Ok(deepest)
+}
