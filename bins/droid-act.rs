@@ -1,5 +1,7 @@
 //! droid-act: executes decisions on the device (filter), or one verb given on the command line.
 
+mod common;
+
 use std::io::{self, BufReader, ErrorKind};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -81,13 +83,7 @@ impl From<VerbArgs> for Verb {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("droid-act: error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    common::finish("droid-act", run(Args::parse()))
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -1,6 +1,8 @@
 //! droid-capture: one observation of the screen, as an event line on stdout.
 
-use std::io::{self, ErrorKind};
+mod common;
+
+use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -72,14 +74,10 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("droid-capture: error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    common::finish(
+        "droid-capture",
+        run(Args::parse()).map(|()| ExitCode::SUCCESS),
+    )
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
@@ -125,11 +123,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         emit(observe_device(&device, &info, &opts)?)?;
     }
     Ok(())
-}
-
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.downcast_ref::<io::Error>()
-        .is_some_and(|e| e.kind() == ErrorKind::BrokenPipe)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! droid-hash: screen identity keys, standalone or as a filter stage.
 
+mod common;
+
 use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -55,14 +57,7 @@ fn main() -> ExitCode {
         (None, None, None) => filter(),
         (None, png, xml) => standalone(png.as_deref(), xml.as_deref(), args.structure),
     };
-    match outcome {
-        Ok(code) => code,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("droid-hash: error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    common::finish("droid-hash", outcome)
 }
 
 fn distance(h1: &str, h2: &str) -> anyhow::Result<ExitCode> {
@@ -109,14 +104,6 @@ fn filter() -> anyhow::Result<ExitCode> {
         Err(HashError::Write(e)) if e.kind() == ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
         Err(e) => Err(e.into()),
     }
-}
-
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == ErrorKind::BrokenPipe)
-    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! droid-record: record the event stream in crawler.db and pass it on.
 
+mod common;
+
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,23 +91,7 @@ enum ConfigAction {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(args) {
-        Ok(code) => code,
-        // A reader that stopped listening (`droid-record runs | head`) is a normal end.
-        Err(err)
-            if err.chain().any(|e| {
-                e.downcast_ref::<io::Error>()
-                    .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("droid-record: error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    common::finish("droid-record", run(Args::parse()))
 }
 
 fn run(args: Args) -> Result<ExitCode> {

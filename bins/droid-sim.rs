@@ -1,5 +1,7 @@
 //! droid-sim: a simulated Android device behind a real ADB server socket.
 
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -111,13 +113,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("droid-sim: error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    common::finish("droid-sim", run(args).map(|()| ExitCode::SUCCESS))
 }
 
 #[cfg(test)]

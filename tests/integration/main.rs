@@ -12,4 +12,5 @@ mod record;
 mod sim_adb;
 mod sim_protocol;
 mod sim_world;
+mod stage_contract;
 mod ui;
