@@ -15,6 +15,7 @@ use droid::decide::{self, Config, Credentials, Decider};
 #[command(
     name = "droid-decide",
     version,
+    args_override_self = true,
     about = "Decide the next actions for each observation"
 )]
 #[command(

@@ -1,4 +1,5 @@
 //! One integration test binary; a module per stage (ripgrep's layout).
 
 mod common;
+mod decide_providers;
 mod events;

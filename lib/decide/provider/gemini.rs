@@ -202,14 +202,16 @@ impl ModelAdapter for Gemini {
                     });
                 }
             }
-            page_token = page
+            let next = page
                 .get("nextPageToken")
                 .and_then(Value::as_str)
                 .filter(|t| !t.is_empty())
                 .map(str::to_string);
-            if page_token.is_none() {
+            // A server that hands back the token it was given would loop forever.
+            if next.is_none() || next == page_token {
                 return Ok(models);
             }
+            page_token = next;
         }
     }
 }
