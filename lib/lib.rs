@@ -3,6 +3,8 @@
 //! Data flows one way: device → observation → decision → result → record → report.
 //! Every stage is a function over a reader and a writer of event lines (see [`events`]).
 
+pub mod capture;
 pub mod decide;
 pub mod events;
+pub mod hash;
 pub mod ui;

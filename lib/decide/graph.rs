@@ -8,9 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::widgets::{is_actionable, is_risky, primary_action, signature};
 use crate::events::Observation;
-
-/// Screens whose perceptual hashes differ in at most this many bits are the same screen.
-pub const PHASH_SAME_SCREEN: u32 = 5;
+use crate::hash;
 
 /// Index of a screen in the graph.
 pub type ScreenId = usize;
@@ -73,7 +71,7 @@ impl Graph {
         let hash = observation.hash.as_ref();
         let phash = hash
             .and_then(|h| h.phash.as_deref())
-            .and_then(|p| u64::from_str_radix(p, 16).ok());
+            .and_then(|p| hash::parse_phash(p).ok());
         let structure = hash
             .and_then(|h| h.structure_hash.clone())
             .unwrap_or_else(|| structure_of(observation));
@@ -107,7 +105,7 @@ impl Graph {
         candidates.iter().copied().find(|&id| {
             let screen = &self.screens[id];
             let close = match (screen.phash, phash) {
-                (Some(a), Some(b)) => (a ^ b).count_ones() <= PHASH_SAME_SCREEN,
+                (Some(a), Some(b)) => hash::hamming(a, b) <= hash::SAME_SCREEN_DISTANCE,
                 _ => false,
             };
             close || screen.structure == structure

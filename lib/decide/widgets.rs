@@ -5,7 +5,7 @@
 //! any observation, including ones from other producers that leave `signature` or refs empty.
 
 use crate::events::{ActionType, BoundingBox, Observation};
-use crate::ui::{Bounds, UiElement};
+use crate::ui::{self, Bounds, UiElement};
 
 /// Labels of actions a careful tester leaves for last (they end the session or destroy data).
 const RISKY: [&str; 14] = [
@@ -25,16 +25,9 @@ const RISKY: [&str; 14] = [
     "close account",
 ];
 
-/// An element worth acting on: enabled, on screen, and clickable, long-clickable, scrollable,
-/// checkable or editable.
+/// An element worth acting on: [`ui::is_actionable`] and with an area on screen.
 pub fn is_actionable(element: &UiElement) -> bool {
-    element.enabled
-        && element.bounds.area() > 0
-        && (element.clickable
-            || element.long_clickable
-            || element.scrollable
-            || element.checkable
-            || element.editable)
+    ui::is_actionable(element) && element.bounds.area() > 0
 }
 
 /// The element's own words: text, else content description, else hint.
@@ -87,7 +80,7 @@ pub fn primary_action(element: &UiElement) -> ActionType {
 pub fn element_by_ref(observation: &Observation, reference: u32) -> Option<&UiElement> {
     let elements = &observation.elements;
     if elements.iter().any(|e| e.ref_id.is_some()) {
-        elements.iter().find(|e| e.ref_id == Some(reference))
+        ui::element_by_ref(elements, reference)
     } else {
         elements.iter().find(|e| e.element_id == reference)
     }

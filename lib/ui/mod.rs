@@ -1,5 +1,13 @@
 //! The UI hierarchy: `uiautomator dump` XML parsed into [`UiElement`]s.
 
+pub mod parse;
+pub mod signature;
+pub mod tree;
+
+pub use parse::{parse, parse_bounds, ParseError};
+pub use signature::{possible_actions, signature, PossibleAction};
+pub use tree::{element_by_ref, is_actionable, prune, prune_report, Pruned};
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,6 @@
 //! droid-decide against real HTTP servers on 127.0.0.1 replaying the provider fixture bodies.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
