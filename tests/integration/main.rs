@@ -2,6 +2,7 @@
 
 mod capture;
 mod common;
+mod decide_heuristic;
 mod decide_providers;
 mod events;
 mod hash;
