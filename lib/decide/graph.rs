@@ -1,6 +1,7 @@
 //! The exploration graph a decider keeps in memory: screens (identified by activity plus
-//! perceptual-hash distance or structure), the actions each offers (by widget signature), which
-//! were tried, and the edges learned from what followed an action.
+//! perceptual-hash distance, or structure when an observation has no perceptual hash), the
+//! actions each offers (by widget signature), which were tried, and the edges learned from what
+//! followed an action.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -104,11 +105,11 @@ impl Graph {
         let candidates = self.by_activity.get(activity)?;
         candidates.iter().copied().find(|&id| {
             let screen = &self.screens[id];
-            let close = match (screen.phash, phash) {
+            // The seed rule when both have a perceptual hash; the structure only without one.
+            match (screen.phash, phash) {
                 (Some(a), Some(b)) => hash::hamming(a, b) <= hash::SAME_SCREEN_DISTANCE,
-                _ => false,
-            };
-            close || screen.structure == structure
+                _ => screen.structure == structure,
+            }
         })
     }
 
@@ -152,24 +153,24 @@ impl Graph {
     }
 
     fn bfs(&self, from: ScreenId, goal: impl Fn(&Screen) -> bool) -> Option<(ActionKey, ScreenId)> {
-        let mut first_step: Vec<Option<ActionKey>> = vec![None; self.screens.len()];
+        let mut first_step: Vec<Option<&str>> = vec![None; self.screens.len()];
         let mut seen = vec![false; self.screens.len()];
         let mut queue = VecDeque::from([from]);
         *seen.get_mut(from)? = true;
         while let Some(at) = queue.pop_front() {
             if at != from && goal(&self.screens[at]) {
-                return first_step[at].clone().map(|key| (key, at));
+                return first_step[at].map(|key| (key.to_string(), at));
             }
             for (key, targets) in &self.screens[at].edges {
-                let Some((&to, _)) = targets
+                let most_seen = targets
                     .iter()
-                    .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)))
-                else {
+                    .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)));
+                let Some((&to, _)) = most_seen else {
                     continue;
                 };
                 if !seen[to] {
                     seen[to] = true;
-                    first_step[to] = first_step[at].clone().or_else(|| Some(key.clone()));
+                    first_step[to] = first_step[at].or(Some(key.as_str()));
                     queue.push_back(to);
                 }
             }
