@@ -8,14 +8,28 @@ use std::time::{Duration, Instant};
 use image::{DynamicImage, Rgb, RgbImage};
 
 /// Named sections, in the order they run.
+<<<<<<< HEAD
 const SECTIONS: &[(&str, fn())] = &[("ui", ui), ("phash", phash), ("decide", decide)];
+=======
+const SECTIONS: &[(&str, fn())] = &[
+    ("ui", ui),
+    ("phash", phash),
+    ("sim_world", sim_world),
+    ("sim_server", sim_server),
+    ("capture", capture),
+];
+>>>>>>> main
 
 fn main() {
-    // cargo passes `--bench`; anything else not starting with `-` names a section.
-    let wanted: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it, and
+    // timings from a debug build would mean nothing, so that run only proves it builds.
+    if !args.iter().any(|a| a == "--bench") {
+        println!("benchmarks run with `make bench`");
+        return;
+    }
+    // Anything else not starting with `-` names a section.
+    let wanted: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     for (name, section) in SECTIONS {
         if wanted.is_empty() || wanted.iter().any(|w| w == name) {
             println!("## {name}\n");
@@ -26,11 +40,11 @@ fn main() {
 }
 
 /// Median of `runs` timings of `f`.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+fn median<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
     let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let start = Instant::now();
-            f();
+            black_box(f());
             start.elapsed()
         })
         .collect();
@@ -149,6 +163,7 @@ fn phash() {
     );
 }
 
+<<<<<<< HEAD
 /// A synthetic app of 500 screens (8 buttons each, every button leading to another screen) for
 /// the heuristic: screen `i`'s observation.
 fn synthetic_app_screen(i: usize) -> droid::events::Observation {
@@ -233,5 +248,152 @@ fn decide() {
     println!(
         "\n{} steps, {known} of {SCREENS} screens known at the end (target: median <= 2000 µs per step)",
         times.len()
+=======
+/// The simulator's world on the real notes app: what one capture costs the device side.
+fn sim_world() {
+    use droid::sim::{model::AppModel, render, world::World};
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/apps/notes/model.json"
+    );
+    let Ok(model) = AppModel::load(spec) else {
+        println!("sim_world: skipped, {spec} not found");
+        return;
+    };
+    let load = median(5, || AppModel::load(spec).map(|m| m.screens().len()));
+    let mut world = World::new(model, Default::default());
+    let _ = world.open_screen("s001");
+    let dump = median(20, || world.hierarchy_xml());
+    let shot = median(20, || world.screenshot());
+    let image = world.screenshot();
+    let png = median(20, || render::png(&image));
+    let tap = median(20, || {
+        world.tap(900, 260);
+        world.key("KEYCODE_BACK")
+    });
+    println!("sim_world: notes model load {load:?}, hierarchy_xml {dump:?}, screenshot render {shot:?}, png encode {png:?}, tap+back {tap:?} (medians)");
+}
+
+/// One `shell,v2` command against a running simulator, as a client would send it; returns the
+/// stdout bytes.
+fn sim_shell(port: u16, command: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let frame = |s: &str| format!("{:04x}{s}", s.len());
+    let mut request = frame("host:tport:any");
+    request.push_str(&frame(&format!("shell,v2,raw:{command}")));
+    stream.write_all(request.as_bytes()).expect("send");
+    stream.write_all(&[4, 0, 0, 0, 0]).expect("close stdin");
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).expect("answer");
+    // OKAY + 8-byte transport id + OKAY, then packets.
+    let mut out = Vec::new();
+    let mut at = 16;
+    while at + 5 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        if bytes[at] == 1 {
+            out.extend_from_slice(&bytes[at + 5..at + 5 + len]);
+        }
+        at += 5 + len;
+    }
+    out
+}
+
+/// The simulator behind its socket: round trips, and what capturing the hierarchy and the
+/// screenshot concurrently saves under the realistic latency model.
+fn sim_server() {
+    use droid::sim::{fault::Latency, Sim, SimConfig};
+    let sim = Sim::start(SimConfig::new("builtin:shop")).expect("simulator");
+    let port = sim.port();
+    let echo = median(50, || sim_shell(port, "echo hi"));
+    let dump = median(20, || {
+        sim_shell(
+            port,
+            "uiautomator dump /data/local/tmp/d.xml && cat /data/local/tmp/d.xml",
+        )
+    });
+    let shot = median(20, || sim_shell(port, "screencap -p"));
+    println!("sim_server (latency none): shell echo round trip {echo:?}, dump+cat {dump:?}, screencap -p {shot:?} (medians)");
+    drop(sim);
+
+    let mut config = SimConfig::new("builtin:shop");
+    config.latency = Latency::Realistic;
+    let sim = Sim::start(config).expect("simulator");
+    let port = sim.port();
+    let dump_cmd = "uiautomator dump /data/local/tmp/d.xml && cat /data/local/tmp/d.xml";
+    let sequential = median(3, || {
+        (sim_shell(port, dump_cmd), sim_shell(port, "screencap -p"))
+    });
+    let concurrent = median(3, || {
+        std::thread::scope(|scope| {
+            let dump = scope.spawn(|| sim_shell(port, dump_cmd));
+            let shot = sim_shell(port, "screencap -p");
+            (dump.join().expect("dump"), shot)
+        })
+    });
+    println!("sim_server (latency realistic): dump then screenshot {sequential:?}, both concurrently {concurrent:?} (medians)");
+}
+
+/// Device capture through droid's own ADB client against the simulator with realistic latency
+/// (notes app start screen): the dump, the screenshot and the foreground query alone, then a
+/// whole capture with the parts concurrent and sequential. Target: concurrent <= 1.1 x the
+/// slower of dump and screenshot.
+fn capture() {
+    use droid::adb::ServerConfig;
+    use droid::capture::{observe_device, DeviceOptions};
+    use droid::device::{AdbDevice, Device, DeviceConfig};
+    use droid::sim::{fault::Latency, Sim, SimConfig};
+
+    const RUNS: usize = 9;
+    let model = fixtures().join("apps/notes/model.json");
+    let mut config = SimConfig::new(model.to_string_lossy());
+    config.latency = Latency::Realistic;
+    let sim = Sim::start(config).expect("simulator");
+    let device = AdbDevice::connect(DeviceConfig {
+        server: ServerConfig {
+            host: "127.0.0.1".into(),
+            port: sim.port(),
+            start_server: false,
+            ..ServerConfig::default()
+        },
+        serial: Some(sim.serial().to_string()),
+        ..DeviceConfig::default()
+    })
+    .expect("connect to the simulator");
+    let info = device.info().expect("device info");
+    let out = std::env::temp_dir().join(format!("droid-bench-capture-{}", std::process::id()));
+    let dump = median(RUNS, || device.dump_hierarchy().expect("dump"));
+    let shot = median(RUNS, || device.screenshot().expect("screenshot"));
+    let foreground = median(RUNS, || device.foreground().expect("foreground"));
+    let whole = |concurrent| {
+        let opts = DeviceOptions {
+            out_dir: out.clone(),
+            screenshot: true,
+            concurrent,
+            run_id: None,
+            step: None,
+        };
+        median(RUNS, || {
+            observe_device(&device, &info, &opts).expect("capture")
+        })
+    };
+    let concurrent = whole(true);
+    let sequential = whole(false);
+    let _ = std::fs::remove_dir_all(&out);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("| part (medians of {RUNS}, latency realistic) | ms |");
+    println!("|---|---:|");
+    println!("| dump alone | {:.1} |", ms(dump));
+    println!("| screenshot alone | {:.1} |", ms(shot));
+    println!("| foreground alone | {:.1} |", ms(foreground));
+    println!(
+        "| capture, parts one after the other | {:.1} |",
+        ms(sequential)
+    );
+    println!("| capture, parts concurrent | {:.1} |", ms(concurrent));
+    println!(
+        "\nconcurrent capture = {:.2} x the slower of dump and screenshot (target: <= 1.10)",
+        concurrent.as_secs_f64() / dump.max(shot).as_secs_f64()
+>>>>>>> main
     );
 }

@@ -3,10 +3,13 @@
 use std::io::{self, ErrorKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use droid::capture::{observe_files, OfflineOptions};
+use droid::capture::{observe_device, observe_files, DeviceOptions, OfflineOptions};
+use droid::device::cli::DeviceArgs;
+use droid::device::{AdbDevice, Device, ScreenshotMode};
 use droid::events::{Event, EventWriter};
 
 /// Print one `observation` event: hierarchy elements with signatures, the pruned text tree with
@@ -17,25 +20,48 @@ use droid::events::{Event, EventWriter};
     version,
     long_about = "Print one `observation` event (one JSON line on stdout): the hierarchy's \
 elements with signatures, the pruned text tree with [ref=N] markers, screen size and flags \
-(secure, loading). This version builds it from saved files (--from-xml), which is how you debug \
-later stages on fixtures; hashes are added by droid-hash.",
+(secure, loading), foreground package and activity, device info and timings. From a device \
+(the default): the hierarchy dump and the screenshot are taken at the same time and saved under \
+--out. From saved files (--from-xml), which is how you debug later stages on fixtures. Hashes are \
+added by droid-hash.",
     after_help = "Examples:
+  droid-capture
+  droid-capture --device emulator-5554 --out shots/ --count 5 --interval 1000
+  droid-capture --no-screenshot | jq -r .tree
   droid-capture --from-xml window_dump.xml
   droid-capture --from-xml dump.xml --screenshot shot.png --activity .MainActivity | droid-hash
   droid-capture --from-xml dump.xml | jq -r .tree"
 )]
 struct Args {
-    /// A saved `uiautomator dump` file to build the observation from.
-    #[arg(long, value_name = "DUMP.xml")]
-    from_xml: PathBuf,
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Folder for the dump and screenshot of a device capture [default: droid-captures in the
+    /// system temporary folder].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Capture the hierarchy only (faster; no secure flag).
+    #[arg(long)]
+    no_screenshot: bool,
+    /// Take raw screenshots and encode the PNG on this machine instead of on the device.
+    #[arg(long)]
+    raw_screenshot: bool,
+    /// Number of observations to capture from the device.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    count: u64,
+    /// Milliseconds between two captures of --count.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    interval: u64,
+    /// A saved `uiautomator dump` file to build the observation from, without a device.
+    #[arg(long, value_name = "DUMP.xml", conflicts_with_all = ["count", "out", "no_screenshot"])]
+    from_xml: Option<PathBuf>,
     /// A PNG screenshot of the same screen (sets screen size and the secure flag).
-    #[arg(long, value_name = "SHOT.png")]
+    #[arg(long, value_name = "SHOT.png", requires = "from_xml")]
     screenshot: Option<PathBuf>,
     /// Foreground package [default: the package of the dump's largest window].
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", requires = "from_xml")]
     package: Option<String>,
     /// Foreground activity, e.g. com.example/.MainActivity.
-    #[arg(long, value_name = "A")]
+    #[arg(long, value_name = "A", requires = "from_xml")]
     activity: Option<String>,
     /// Run id to stamp on the event.
     #[arg(long, value_name = "ID")]
@@ -46,16 +72,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let opts = OfflineOptions {
-        xml_path: args.from_xml,
-        screenshot: args.screenshot,
-        package: args.package,
-        activity: args.activity,
-        run_id: args.run,
-        step: args.step,
-    };
-    match capture(&opts) {
+    match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
@@ -65,15 +82,62 @@ fn main() -> ExitCode {
     }
 }
 
-fn capture(opts: &OfflineOptions) -> anyhow::Result<()> {
-    let observation = observe_files(opts)?;
+fn run(args: Args) -> anyhow::Result<()> {
     let mut writer = EventWriter::new(io::stdout().lock());
-    writer
-        .write(&Event::Observation(Box::new(observation)))
-        .context("writing the observation")
+    let mut emit = |observation| {
+        writer
+            .write(&Event::Observation(Box::new(observation)))
+            .context("writing the observation")
+    };
+    if let Some(xml_path) = args.from_xml {
+        let opts = OfflineOptions {
+            xml_path,
+            screenshot: args.screenshot,
+            package: args.package,
+            activity: args.activity,
+            run_id: args.run,
+            step: args.step,
+        };
+        return emit(observe_files(&opts)?);
+    }
+    let mode = if args.raw_screenshot {
+        ScreenshotMode::Raw
+    } else {
+        ScreenshotMode::Png
+    };
+    let config = args.device.to_config(mode, |key| std::env::var(key).ok())?;
+    let device = AdbDevice::connect(config).context("connecting to the device")?;
+    let info = device.info().context("reading the device's description")?;
+    let mut opts = DeviceOptions {
+        out_dir: args
+            .out
+            .unwrap_or_else(|| std::env::temp_dir().join("droid-captures")),
+        screenshot: !args.no_screenshot,
+        concurrent: true,
+        run_id: args.run,
+        step: args.step,
+    };
+    for index in 0..args.count {
+        if index > 0 {
+            std::thread::sleep(Duration::from_millis(args.interval));
+            opts.step = opts.step.map(|step| step + 1);
+        }
+        emit(observe_device(&device, &info, &opts)?)?;
+    }
+    Ok(())
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.downcast_ref::<io::Error>()
         .is_some_and(|e| e.kind() == ErrorKind::BrokenPipe)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Args::command().debug_assert();
+    }
 }

@@ -121,8 +121,15 @@ fn is_node(n: &roxmltree::Node) -> bool {
     n.is_element() && n.tag_name().name() == "node"
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Lowercase hex digits of `bytes` (one allocation; signatures are computed per element).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// 64-bit perceptual hash (dHash) of pixels in memory.
@@ -392,6 +399,11 @@ mod tests {
         assert!(same_screen(".Main", ha, ".Main", ha ^ 0b11111));
         assert!(!same_screen(".Main", ha, ".Main", ha ^ 0b111111));
         assert!(!same_screen(".Main", ha, ".Other", ha));
+    }
+
+    #[test]
+    fn hex_digits() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
     }
 
     #[test]

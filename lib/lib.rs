@@ -3,8 +3,15 @@
 //! Data flows one way: device → observation → decision → result → record → report.
 //! Every stage is a function over a reader and a writer of event lines (see [`events`]).
 
+pub mod act;
+pub mod adb;
 pub mod capture;
+<<<<<<< HEAD
 pub mod decide;
+=======
+pub mod device;
+>>>>>>> main
 pub mod events;
 pub mod hash;
+pub mod sim;
 pub mod ui;

@@ -3,8 +3,10 @@
 //! [`offline`] builds one from saved files; the device capture reuses [`flags`] and
 //! [`screen_size`] so both forms agree on what they report.
 
+pub mod device;
 pub mod offline;
 
+pub use device::{observe_device, DeviceCaptureError, DeviceOptions};
 pub use offline::{observe_files, OfflineOptions};
 
 use std::path::PathBuf;

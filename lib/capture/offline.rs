@@ -80,6 +80,7 @@ fn absolute(path: &Path) -> String {
         .into_owned()
 }
 
-fn millis(duration: std::time::Duration) -> Value {
+/// Milliseconds with microsecond precision, as `timings` carries them.
+pub(super) fn millis(duration: std::time::Duration) -> Value {
     Value::from((duration.as_secs_f64() * 1e6).round() / 1e3)
 }

@@ -20,6 +20,11 @@ pub enum ParseError {
     /// No window had accessibility focus (a secure screen, a screen being switched, a lock).
     #[error("uiautomator returned a null root node (no active window)")]
     NullRoot,
+    /// Only the tool's success line (`UI hierchary dumped to: PATH`): the XML went to a file.
+    #[error(
+        "no XML, only uiautomator's status line {0:?}: the dump is in that file on the device"
+    )]
+    StatusOnly(String),
     /// Another `ERROR:` line or an exception from the uiautomator tool.
     #[error("uiautomator failed: {0}")]
     Tool(String),
@@ -34,7 +39,13 @@ pub enum ParseError {
     NotHierarchy(String),
     #[error("node {element}: bad bounds {value:?}")]
     BadBounds { element: u32, value: String },
+    /// Nested deeper than any real screen; refused so that walking it cannot exhaust the stack.
+    #[error("nodes nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
 }
+
+/// Deepest nesting accepted. Real dumps stay under 100 levels.
+pub const MAX_DEPTH: usize = 1000;
 
 /// Parses a dump into elements in document order (`element_id` = position), with every field
 /// filled, `signature` included.
@@ -73,6 +84,22 @@ pub(crate) fn document(input: &str) -> Result<roxmltree::Document<'_>, ParseErro
     if root != "hierarchy" {
         return Err(ParseError::NotHierarchy(root.to_string()));
     }
+    // Depth per node, parents first (document order), indexed by roxmltree's node ids.
+    let mut depths: Vec<usize> = Vec::new();
+    for node in doc.descendants() {
+        let id = node.id().get_usize();
+        let depth = node
+            .parent()
+            .and_then(|p| depths.get(p.id().get_usize()))
+            .map_or(0, |d| d + 1);
+        if depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep);
+        }
+        if depths.len() <= id {
+            depths.resize(id + 1, 0);
+        }
+        depths[id] = depth;
+    }
     Ok(doc)
 }
 
@@ -103,6 +130,9 @@ fn tool_error(text: &str) -> ParseError {
     }
     if text.contains("null root node") {
         return ParseError::NullRoot;
+    }
+    if let Some(status) = text.lines().find(|l| l.contains("dumped to:")) {
+        return ParseError::StatusOnly(one_line(status));
     }
     let telling_line = text.lines().map(str::trim).find(|line| {
         line.starts_with("ERROR") || line.contains("Exception") || line.contains("Error:")
@@ -184,62 +214,63 @@ fn element_of(
     parent_xpath: &str,
     position: usize,
 ) -> Result<UiElement, ParseError> {
-    let text_attr = |name| node.attribute(name).unwrap_or_default().to_string();
-    let flag = |name| node.attribute(name) == Some("true");
-    let bounds = match node.attribute("bounds") {
-        Some(value) => parse_bounds(value).ok_or_else(|| ParseError::BadBounds {
-            element: id,
-            value: value.to_string(),
-        })?,
-        None => Bounds::default(),
-    };
-    let class_name = text_attr("class");
-    let (center_x, center_y) = bounds.center();
-    let step = if class_name.is_empty() {
-        "node"
-    } else {
-        &class_name
-    };
-    let visible = match node.attribute("visible-to-user") {
-        Some(value) => value == "true",
-        None => bounds.area() > 0,
-    };
-    Ok(UiElement {
+    let mut e = UiElement {
         element_id: id,
         parent,
         depth,
-        bounds,
-        text: text_attr("text"),
-        content_desc: clean_desc(node.attribute("content-desc")),
-        editable: is_text_input(&class_name),
-        xpath: format!("{parent_xpath}/{step}[{position}]"),
-        class_name,
-        package: text_attr("package"),
-        resource_id: text_attr("resource-id"),
-        hint: text_attr("hint"),
-        clickable: flag("clickable"),
-        long_clickable: flag("long-clickable"),
-        scrollable: flag("scrollable"),
-        checkable: flag("checkable"),
-        checked: flag("checked"),
-        enabled: flag("enabled"),
-        focusable: flag("focusable"),
-        focused: flag("focused"),
-        selected: flag("selected"),
-        password: flag("password"),
-        visible,
-        center_x,
-        center_y,
-        signature: String::new(),
-        ref_id: None,
-    })
+        ..UiElement::default()
+    };
+    let (mut bounds, mut visible_to_user) = (None, None);
+    // One pass over the attributes: a node has about twenty, looked up by name they cost more
+    // than the rest of the parse.
+    for attribute in node.attributes() {
+        let value = attribute.value();
+        let flag = value == "true";
+        match attribute.name() {
+            "text" => e.text = value.to_string(),
+            "content-desc" => e.content_desc = clean_desc(value),
+            "class" => e.class_name = value.to_string(),
+            "package" => e.package = value.to_string(),
+            "resource-id" => e.resource_id = value.to_string(),
+            "hint" => e.hint = value.to_string(),
+            "clickable" => e.clickable = flag,
+            "long-clickable" => e.long_clickable = flag,
+            "scrollable" => e.scrollable = flag,
+            "checkable" => e.checkable = flag,
+            "checked" => e.checked = flag,
+            "enabled" => e.enabled = flag,
+            "focusable" => e.focusable = flag,
+            "focused" => e.focused = flag,
+            "selected" => e.selected = flag,
+            "password" => e.password = flag,
+            "visible-to-user" => visible_to_user = Some(flag),
+            "bounds" => bounds = Some(value),
+            _ => {}
+        }
+    }
+    if let Some(value) = bounds {
+        e.bounds = parse_bounds(value).ok_or_else(|| ParseError::BadBounds {
+            element: id,
+            value: value.to_string(),
+        })?;
+    }
+    (e.center_x, e.center_y) = e.bounds.center();
+    e.visible = visible_to_user.unwrap_or(e.bounds.area() > 0);
+    e.editable = is_text_input(&e.class_name);
+    let step = if e.class_name.is_empty() {
+        "node"
+    } else {
+        &e.class_name
+    };
+    e.xpath = format!("{parent_xpath}/{step}[{position}]");
+    Ok(e)
 }
 
 /// Some OEM dumps (vivo) write a missing description as the literal string `null`.
-fn clean_desc(desc: Option<&str>) -> String {
+fn clean_desc(desc: &str) -> String {
     match desc {
-        Some("null") | None => String::new(),
-        Some(desc) => desc.to_string(),
+        "null" => String::new(),
+        desc => desc.to_string(),
     }
 }
 
@@ -329,6 +360,10 @@ mod tests {
             Err(ParseError::Truncated(_))
         ));
         assert!(matches!(parse("hello world"), Err(ParseError::NotXml(_))));
+        assert!(matches!(
+            parse("UI hierchary dumped to: /sdcard/window_dump.xml\n"),
+            Err(ParseError::StatusOnly(_))
+        ));
         assert_eq!(
             parse("<html><body/></html>"),
             Err(ParseError::NotHierarchy("html".into()))
@@ -337,6 +372,22 @@ mod tests {
             parse(&dump(r#"<node bounds="[1,2]"/>"#)),
             Err(ParseError::BadBounds { element: 0, .. })
         ));
+    }
+
+    #[test]
+    fn absurd_nesting_is_refused_not_a_stack_overflow() {
+        let deep = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(MAX_DEPTH + 5),
+            "</node>".repeat(MAX_DEPTH + 5)
+        );
+        assert_eq!(parse(&deep), Err(ParseError::TooDeep));
+        let fine = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(200),
+            "</node>".repeat(200)
+        );
+        assert_eq!(parse(&fine).unwrap().len(), 200);
     }
 
     #[test]

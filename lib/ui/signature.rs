@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::parse::MAX_DEPTH;
 use super::UiElement;
 
 /// Between a widget's own fields.
@@ -24,17 +25,29 @@ const FIELD: u8 = 0x1f;
 /// Before each child signature.
 const CHILD: u8 = 0x1e;
 
-/// The signature of element `id`, computed from its subtree (16 lowercase hex digits); empty when
-/// there is no such element.
+/// The signature of the element at position `id` (its `element_id` after [`super::parse`]),
+/// computed from its subtree (16 lowercase hex digits); empty when there is no such element.
 pub fn signature(elements: &[UiElement], id: u32) -> String {
-    let Some(element) = elements.get(id as usize) else {
+    subtree_signature(elements, id as usize, 0)
+}
+
+/// Children come after their parent (document order): looking only there keeps elements from
+/// the wire with a parent cycle from recursing forever, and the depth bound keeps the stack safe.
+fn subtree_signature(elements: &[UiElement], at: usize, depth: usize) -> String {
+    let Some(element) = elements.get(at) else {
         return String::new();
     };
-    let children: Vec<String> = elements
-        .iter()
-        .filter(|child| child.parent == Some(id))
-        .map(|child| signature(elements, child.element_id))
-        .collect();
+    let children: Vec<String> = if depth < MAX_DEPTH {
+        elements
+            .iter()
+            .enumerate()
+            .skip(at + 1)
+            .filter(|(_, child)| child.parent == Some(element.element_id))
+            .map(|(child_at, _)| subtree_signature(elements, child_at, depth + 1))
+            .collect()
+    } else {
+        Vec::new()
+    };
     combine(element, children.iter().map(String::as_str))
 }
 
@@ -71,7 +84,7 @@ fn combine<'a>(element: &UiElement, children: impl Iterator<Item = &'a str>) -> 
         hasher.update(child.as_bytes());
     }
     let digest = hasher.finalize();
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hash::hex(&digest[..8])
 }
 
 /// What can be done to a widget (DroidBot's possible events).
@@ -127,6 +140,9 @@ mod tests {
             assert_eq!(e.signature, signature(&elements, e.element_id));
         }
         assert_eq!(signature(&elements, 99), "");
+        let mut looped = elements.clone();
+        looped[0].parent = Some(0);
+        assert_eq!(signature(&looped, 0), elements[0].signature);
     }
 
     #[test]

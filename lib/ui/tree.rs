@@ -13,15 +13,26 @@
 //! One line per widget, two spaces of indent per level, in document order. A line is the role,
 //! the label in quotes (text, else content description), `desc=` when both differ, `hint=` for
 //! fields, `#id` (the resource id's name) when there is no label, `[ref=N]` on every actionable
-//! element, then states. Pruning: invisible and zero-area nodes are left out (their children still
-//! count); a wrapper that is neither actionable nor labelled is replaced by its only child, or by
-//! nothing when it has none, or by its children when they are all containers themselves and it
-//! has no resource id, and is shown as `Group` otherwise; an actionable element
-//! without a label takes the labels of its content when nothing in it is actionable and there are
-//! at most six (`Button "Title / Subtitle"`); a
-//! sibling subtree that prints exactly like an earlier sibling is dropped and counted in a
-//! `- (N repeated items omitted)` line. Refs count from 1 in reading order.
+//! element, then states (`[disabled]` only on what could otherwise be acted on).
+//!
+//! Pruning:
+//! - invisible and zero-area nodes are left out (their children still count);
+//! - a wrapper that is neither actionable nor labelled is replaced by its only child, by nothing
+//!   when it has none, or by its children when they are all containers and it has no resource
+//!   id; otherwise it is shown as `Group`;
+//! - an actionable element without a label takes the labels of its content when nothing in it
+//!   is actionable and there are at most six (`Button "Title / Subtitle"`);
+//! - a labelled element drops plain children that only repeat its label;
+//! - a sibling subtree that prints exactly like an earlier sibling is dropped and counted in a
+//!   `- (N repeated items omitted)` line.
+//!
+//! Refs count from 1 in reading order. `docs/ui-tree.md` has examples and measurements.
 
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+
+use super::parse::MAX_DEPTH;
 use super::UiElement;
 
 /// Longest label shown, in characters; longer ones end with `…`.
@@ -51,12 +62,19 @@ pub fn prune(elements: &mut [UiElement]) -> String {
 
 /// [`prune`], also telling which elements were left out and why.
 pub fn prune_report(elements: &mut [UiElement]) -> Pruned {
-    let mut children: Vec<Vec<u32>> = vec![Vec::new(); elements.len()];
+    // Positions in the slice, not element ids, so elements from the wire cannot point out of
+    // range; a parent must come before its child (document order), so there are no cycles.
+    let position: HashMap<u32, usize> = elements
+        .iter()
+        .enumerate()
+        .map(|(at, e)| (e.element_id, at))
+        .collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); elements.len()];
     let mut roots = Vec::new();
-    for e in elements.iter() {
-        match e.parent.and_then(|p| children.get_mut(p as usize)) {
-            Some(siblings) => siblings.push(e.element_id),
-            None => roots.push(e.element_id),
+    for (at, e) in elements.iter().enumerate() {
+        match e.parent.and_then(|p| position.get(&p)) {
+            Some(&parent) if parent < at => children[parent].push(at),
+            _ => roots.push(at),
         }
     }
     let mut pruned = Pruned::default();
@@ -64,9 +82,9 @@ pub fn prune_report(elements: &mut [UiElement]) -> Pruned {
         elements,
         children: &children,
     };
-    let windows: Vec<(u32, Vec<Shown>)> = roots
+    let windows: Vec<(usize, Vec<Shown>)> = roots
         .iter()
-        .map(|&root| (root, builder.build(root, &mut pruned)))
+        .map(|&root| (root, builder.build(root, 0, &mut pruned)))
         .collect();
 
     for e in elements.iter_mut() {
@@ -80,7 +98,7 @@ pub fn prune_report(elements: &mut [UiElement]) -> Pruned {
     let several_windows = windows.len() > 1;
     for (root, shown) in windows.iter().filter(|(_, shown)| !shown.is_empty()) {
         if several_windows {
-            let package = printer.elements[*root as usize].package.clone();
+            let package = printer.elements[*root].package.clone();
             printer
                 .out
                 .push_str(&format!("- Window {}\n", quote(&package)));
@@ -102,7 +120,12 @@ pub fn element_by_ref(elements: &[UiElement], r: u32) -> Option<&UiElement> {
 /// Something a user can act on: enabled, and clickable, long-clickable, editable, scrollable or
 /// checkable.
 pub fn is_actionable(e: &UiElement) -> bool {
-    e.enabled && (e.clickable || e.long_clickable || e.editable || e.scrollable || e.checkable)
+    e.enabled && offers_action(e)
+}
+
+/// Clickable, long-clickable, editable, scrollable or checkable, enabled or not.
+fn offers_action(e: &UiElement) -> bool {
+    e.clickable || e.long_clickable || e.editable || e.scrollable || e.checkable
 }
 
 /// Whether the element is on screen at all.
@@ -113,31 +136,36 @@ fn is_shown(e: &UiElement) -> bool {
 /// A widget that makes it into the tree.
 #[derive(Debug)]
 struct Shown {
-    id: u32,
+    /// Position of the element in the slice.
+    at: usize,
     /// Labels of plain text children folded into this line.
     folded_label: Option<String>,
     children: Vec<Shown>,
     /// Siblings dropped after `children` as repeats.
     omitted: usize,
+    /// Hash of the subtree as printed without refs: equal keys print alike.
+    key: u64,
 }
 
 struct Builder<'a> {
     elements: &'a [UiElement],
-    children: &'a [Vec<u32>],
+    children: &'a [Vec<usize>],
 }
 
 impl Builder<'_> {
     /// What element `id` contributes to its parent's child list: nothing, itself, or (for
     /// wrappers and hidden nodes) its children.
-    fn build(&self, id: u32, pruned: &mut Pruned) -> Vec<Shown> {
-        let e = &self.elements[id as usize];
+    fn build(&self, at: usize, depth: usize, pruned: &mut Pruned) -> Vec<Shown> {
+        let e = &self.elements[at];
         let mut kids = Vec::new();
-        for &child in &self.children[id as usize] {
-            kids.extend(self.build(child, pruned));
+        if depth < MAX_DEPTH {
+            for &child in &self.children[at] {
+                kids.extend(self.build(child, depth + 1, pruned));
+            }
         }
         let omitted = self.drop_repeats(&mut kids, pruned);
         if !is_shown(e) {
-            pruned.hidden.push(id);
+            pruned.hidden.push(e.element_id);
             return kids;
         }
         let actionable = is_actionable(e);
@@ -149,14 +177,24 @@ impl Builder<'_> {
             }
         }
         let mut node = Shown {
-            id,
+            at,
             folded_label: None,
             children: kids,
             omitted,
+            key: 0,
         };
-        if actionable && label(e).is_none() {
-            self.fold_text_children(&mut node);
+        match label(e) {
+            None if actionable => self.fold_text_children(&mut node),
+            None => {}
+            Some(own) => self.drop_echoes(&mut node, &own),
         }
+        let mut hasher = DefaultHasher::new();
+        line(e, &node, None).hash(&mut hasher);
+        node.omitted.hash(&mut hasher);
+        for child in &node.children {
+            child.key.hash(&mut hasher);
+        }
+        node.key = hasher.finish();
         vec![node]
     }
 
@@ -175,11 +213,21 @@ impl Builder<'_> {
         node.children.clear();
     }
 
+    /// Plain text children that only repeat their parent's label (`Button "1"` over `Text "1"`)
+    /// say nothing new.
+    fn drop_echoes(&self, node: &mut Shown, own: &str) {
+        node.children.retain(|child| {
+            let e = &self.elements[child.at];
+            let plain = child.children.is_empty() && child.omitted == 0 && !is_actionable(e);
+            !(plain && label(e).as_deref() == Some(own))
+        });
+    }
+
     /// Collects the labels of a subtree in reading order; `false` when it holds anything that
     /// must stay its own line (an actionable element, omitted repeats).
     fn gather_labels(&self, nodes: &[Shown], labels: &mut Vec<String>) -> bool {
         nodes.iter().all(|child| {
-            let e = &self.elements[child.id as usize];
+            let e = &self.elements[child.at];
             if is_actionable(e) || child.omitted > 0 {
                 return false;
             }
@@ -190,36 +238,24 @@ impl Builder<'_> {
 
     /// Drops siblings that print exactly like an earlier one; returns how many.
     fn drop_repeats(&self, kids: &mut Vec<Shown>, pruned: &mut Pruned) -> usize {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         let before = kids.len();
         kids.retain(|kid| {
-            let mut key = String::new();
-            self.key(kid, &mut key);
-            if seen.insert(key) {
+            if seen.insert(kid.key) {
                 true
             } else {
-                collect_ids(kid, &mut pruned.repeated);
+                collect_ids(self.elements, kid, &mut pruned.repeated);
                 false
             }
         });
         before - kids.len()
     }
-
-    /// The subtree as printed, without refs.
-    fn key(&self, node: &Shown, out: &mut String) {
-        out.push_str(&line(&self.elements[node.id as usize], node, None));
-        out.push('{');
-        for child in &node.children {
-            self.key(child, out);
-        }
-        out.push_str(&format!("}}{}", node.omitted));
-    }
 }
 
-fn collect_ids(node: &Shown, out: &mut Vec<u32>) {
-    out.push(node.id);
+fn collect_ids(elements: &[UiElement], node: &Shown, out: &mut Vec<u32>) {
+    out.push(elements[node.at].element_id);
     for child in &node.children {
-        collect_ids(child, out);
+        collect_ids(elements, child, out);
     }
 }
 
@@ -237,7 +273,7 @@ impl Printer<'_> {
     }
 
     fn print(&mut self, node: &Shown, depth: usize) {
-        let element = &mut self.elements[node.id as usize];
+        let element = &mut self.elements[node.at];
         let reference = is_actionable(element).then(|| {
             let r = self.next_ref;
             self.next_ref += 1;
@@ -295,7 +331,9 @@ fn line(e: &UiElement, node: &Shown, reference: Option<u32>) -> String {
         (e.checked, "[checked]"),
         (e.selected, "[selected]"),
         (e.focused, "[focused]"),
-        (!e.enabled, "[disabled]"),
+        // Disabled matters for what could otherwise be acted on; uiautomator also marks
+        // plain labels disabled, which says nothing.
+        (!e.enabled && offers_action(e), "[disabled]"),
         (e.password, "[password]"),
         (e.scrollable && !is_scroll_role(role(e)), "[scrollable]"),
     ];
@@ -455,6 +493,17 @@ mod tests {
     }
 
     #[test]
+    fn children_echoing_the_label_go() {
+        let key = node(
+            r#"class="android.widget.FrameLayout" content-desc="1" clickable="true""#,
+            &(node(r#"class="android.widget.TextView" text="1""#, "")
+                + &node(r#"class="android.widget.TextView" text="ABC""#, "")),
+        );
+        let (text, _) = tree(&key);
+        assert_eq!(text, "- Button \"1\" [ref=1]\n  - Text \"ABC\"\n");
+    }
+
+    #[test]
     fn repeated_siblings_are_dropped_and_reported() {
         let item = node(r#"class="android.widget.ImageView" clickable="true""#, "");
         let other = node(
@@ -508,6 +557,34 @@ mod tests {
         let pruned = prune_report(&mut elements);
         assert_eq!(pruned.text, "- Button \"Go\" [ref=1]\n");
         assert_eq!(pruned.hidden, [0]);
+    }
+
+    #[test]
+    fn elements_from_the_wire_cannot_break_it() {
+        let cyclic = vec![
+            UiElement {
+                element_id: 7,
+                parent: Some(9),
+                clickable: true,
+                enabled: true,
+                visible: true,
+                text: "A".into(),
+                bounds: [0, 0, 10, 10].into(),
+                ..UiElement::default()
+            },
+            UiElement {
+                element_id: 9,
+                parent: Some(7),
+                visible: true,
+                text: "B".into(),
+                bounds: [0, 0, 10, 10].into(),
+                ..UiElement::default()
+            },
+        ];
+        let mut elements = cyclic;
+        let text = prune(&mut elements);
+        assert_eq!(text, "- Button \"A\" [ref=1]\n  - Text \"B\"\n");
+        assert_eq!(element_by_ref(&elements, 1).unwrap().element_id, 7);
     }
 
     #[test]

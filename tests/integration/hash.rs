@@ -451,3 +451,25 @@ fn inline_xml_is_hashed_too() {
         Some(layout_hash(&xml).unwrap())
     );
 }
+
+#[test]
+fn a_closed_stdout_is_a_normal_end() {
+    let mut child = droid("droid-hash")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let note = "{\"type\":\"note\",\"v\":1,\"kind\":\"a\"}\n".repeat(20_000);
+    // droid-hash may stop reading as soon as its first write fails.
+    let _ = child.stdin.take().unwrap().write_all(note.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stderr.is_empty());
+}

@@ -1,9 +1,16 @@
 //! One integration test binary; a module per stage (ripgrep's layout).
 
+mod act;
+mod adb;
 mod capture;
+mod capture_device;
 mod common;
 mod decide_heuristic;
 mod decide_providers;
+mod device;
 mod events;
 mod hash;
+mod sim_adb;
+mod sim_protocol;
+mod sim_world;
 mod ui;

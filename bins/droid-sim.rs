@@ -1,0 +1,131 @@
+//! droid-sim: a simulated Android device behind a real ADB server socket.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use droid::sim::fault::{Fault, Latency};
+use droid::sim::model::AppModel;
+use droid::sim::{Sim, SimConfig};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "droid-sim",
+    version,
+    about = "A simulated Android device behind a real ADB server socket",
+    long_about = "A simulated Android device behind a real ADB server socket.\n\n\
+        Listens on 127.0.0.1 and speaks the ADB server protocol well enough that the real `adb` \
+        client works against it (`adb -P PORT -s SERIAL shell ...`, `exec-out`, `pull`, `push`). \
+        The device runs an app model: screens, transitions, a back stack, text fields, crashes, \
+        other apps, secure screens. When ready it prints one line \
+        {\"type\":\"sim_ready\",\"port\":N,\"serial\":\"...\"} on stdout, then serves until killed \
+        or until a client sends host:kill (`adb -P PORT kill-server`).",
+    after_help = "FAULTS (--fault, repeatable):\n  \
+        disconnect-after:N[:SECS]  after every N device commands, drop every socket; the device is \
+        gone (not listed, transport requests fail) for SECS seconds (default 2)\n  \
+        dump-error:RATE            `uiautomator dump` fails with `ERROR: could not get idle state.` \
+        at this rate (0..1, deterministic)\n  \
+        slow:MS                    every device command takes MS milliseconds longer\n  \
+        anr-on:SCREEN              when SCREEN is shown the app stops responding (ANR dialog)\n\n\
+        LATENCY (--latency realistic): uiautomator dump 1.2 s, screencap -p 0.6 s, raw screencap \
+        0.15 s, input 0.1 s, other commands 0.02 s.\n\n\
+        EXAMPLES:\n  \
+        droid-sim --app builtin:shop --port 5037\n  \
+        droid-sim --app apps/shop/model.json --describe\n  \
+        droid-sim --app builtin:tiny --latency realistic --fault dump-error:0.1 --truth-log truth.jsonl\n  \
+        adb -P 5037 -s emulator-5554 shell uiautomator dump && adb -P 5037 exec-out cat /sdcard/window_dump.xml"
+)]
+struct Args {
+    /// App model: a MODEL.json file or builtin:NAME (shop, settings, tiny).
+    #[arg(long, value_name = "MODEL")]
+    app: String,
+    /// Serial the device reports (`adb devices`).
+    #[arg(long, default_value = "emulator-5554")]
+    serial: String,
+    /// TCP port on 127.0.0.1; 0 picks a free one (printed in the ready line).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Per-command delays: none, or realistic (see below).
+    #[arg(long, default_value = "none", value_parser = parse_latency)]
+    latency: Latency,
+    /// A fault to inject (see FAULTS below); repeatable.
+    #[arg(long = "fault", value_name = "SPEC", value_parser = parse_fault)]
+    faults: Vec<Fault>,
+    /// Write one JSON line per screen shown and per input received to FILE.
+    #[arg(long, value_name = "FILE")]
+    truth_log: Option<PathBuf>,
+    /// Install an extra input method.
+    #[arg(long, value_enum)]
+    ime: Option<Ime>,
+    /// Print the model's screen count and the screens reachable from the start screen, then exit.
+    #[arg(long)]
+    describe: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Ime {
+    /// The ADB Keyboard (com.android.adbkeyboard/.AdbIME): any Unicode text by broadcast.
+    Adbkeyboard,
+}
+
+fn parse_latency(value: &str) -> Result<Latency, String> {
+    value.parse().map_err(|err| format!("{err}"))
+}
+
+fn parse_fault(value: &str) -> Result<Fault, String> {
+    value.parse().map_err(|err| format!("{err}"))
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    if args.describe {
+        let model =
+            AppModel::load(&args.app).with_context(|| format!("cannot load {}", args.app))?;
+        let mut stdout = std::io::stdout().lock();
+        return match writeln!(stdout, "{}", model.describe().trim_end()) {
+            Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err.into()),
+            _ => Ok(()),
+        };
+    }
+    let config = SimConfig {
+        app: args.app.clone(),
+        serial: args.serial,
+        port: args.port,
+        latency: args.latency,
+        faults: args.faults,
+        truth_log: args.truth_log,
+        ime_adbkeyboard: matches!(args.ime, Some(Ime::Adbkeyboard)),
+    };
+    let sim = Sim::start(config)
+        .with_context(|| format!("cannot start the simulator for {}", args.app))?;
+    let ready =
+        serde_json::json!({"type": "sim_ready", "port": sim.port(), "serial": sim.serial()});
+    let mut stdout = std::io::stdout().lock();
+    // A reader that went away early does not stop the device.
+    let _ = writeln!(stdout, "{ready}").and_then(|()| stdout.flush());
+    drop(stdout);
+    sim.wait();
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("droid-sim: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::Args::command().debug_assert();
+    }
+}

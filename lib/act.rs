@@ -1,0 +1,928 @@
+//! The act stage: executes `decision` events on a device and writes one `result` per action.
+//!
+//! Targets resolve through the observation that preceded the decision in the stream: a `ref`
+//! names one of its elements; a bounding box's centre snaps to the smallest enabled actionable
+//! element containing it (origin `xml`), else the raw centre is tapped (origin `llm`). An invalid
+//! target (box outside the screen, inverted, missing where one is needed, unknown ref) fails that
+//! action with `invalid_bbox` and the batch goes on; any other failure aborts the batch and the
+//! remaining actions get `skipped` results. See `docs/act.md`.
+
+use std::io::{self, BufRead, Write};
+use std::time::{Duration, Instant};
+
+use crate::device::{Device, DeviceError, Direction};
+use crate::events::{
+    now_ts, Action, ActionResult, ActionType, Decision, Event, EventReader, EventWriter,
+    Observation, Origin, ReadError,
+};
+use crate::ui::{element_by_ref, is_actionable, Bounds, UiElement};
+
+/// How actions are executed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Pause between two actions of a batch.
+    pub pause: Duration,
+    /// Pause between tapping a field and typing into it.
+    pub settle: Duration,
+    pub long_press_ms: u32,
+    /// `wait` without a duration.
+    pub default_wait: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            pause: Duration::from_millis(500),
+            settle: Duration::from_millis(300),
+            long_press_ms: 1000,
+            default_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The act stage failed as a whole (bad lines are reported in [`Outcome`] instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ActError {
+    #[error("reading input: {0}")]
+    Read(#[source] io::Error),
+    #[error("writing output: {0}")]
+    Write(#[source] io::Error),
+}
+
+/// What a run of the stage did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub decisions: u64,
+    pub actions_failed: u64,
+    /// `line N: reason` for every line that could not be read; the stage went on.
+    pub bad_lines: Vec<String>,
+    /// Failures to open the device; the decisions concerned got failed results.
+    pub device_errors: Vec<String>,
+}
+
+/// Why one action failed.
+struct Failure {
+    kind: &'static str,
+    message: String,
+    /// The rest of the batch still runs.
+    continue_batch: bool,
+}
+
+impl Failure {
+    fn invalid(message: impl Into<String>) -> Failure {
+        Failure {
+            kind: "invalid_bbox",
+            message: message.into(),
+            continue_batch: true,
+        }
+    }
+}
+
+impl From<DeviceError> for Failure {
+    fn from(err: DeviceError) -> Failure {
+        let kind = match err {
+            DeviceError::UnsupportedText(_) => "unsupported_text",
+            _ => "device",
+        };
+        Failure {
+            kind,
+            message: err.to_string(),
+            continue_batch: false,
+        }
+    }
+}
+
+/// Where an action lands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub point: (i32, i32),
+    pub origin: Origin,
+    pub element: Option<UiElement>,
+    /// The area a gesture runs in (scrolls and swipes).
+    pub area: Option<Bounds>,
+}
+
+/// Filters events: passes every line through, executes decisions, writes results. The device
+/// is opened by `open` at the first decision (so a stream without decisions needs no device),
+/// and again at the next decision when opening failed.
+pub fn run(
+    config: &Config,
+    mut open: impl FnMut() -> Result<Box<dyn Device>, DeviceError>,
+    input: impl BufRead,
+    output: impl Write,
+) -> Result<Outcome, ActError> {
+    let mut device: Option<Box<dyn Device>> = None;
+    let mut writer = EventWriter::new(output);
+    let mut outcome = Outcome::default();
+    let mut last_observation: Option<Observation> = None;
+    for line in EventReader::new(input) {
+        let line = match line {
+            Ok(line) => line,
+            Err(ReadError::Line { line, reason }) => {
+                outcome.bad_lines.push(format!("line {line}: {reason}"));
+                continue;
+            }
+            Err(ReadError::Io(e)) => return Err(ActError::Read(e)),
+        };
+        writer.write_raw(&line.raw).map_err(ActError::Write)?;
+        match line.event {
+            Some(Event::Observation(observation)) => last_observation = Some(*observation),
+            Some(Event::Decision(decision)) => {
+                outcome.decisions += 1;
+                if device.is_none() {
+                    match open() {
+                        Ok(opened) => device = Some(opened),
+                        Err(err) => outcome.device_errors.push(err.to_string()),
+                    }
+                }
+                let results = match &device {
+                    Some(device) => {
+                        execute_decision(config, &**device, &decision, last_observation.as_ref())
+                    }
+                    None => unreachable_device(&decision),
+                };
+                for result in results {
+                    if !result.success {
+                        outcome.actions_failed += 1;
+                    }
+                    writer
+                        .write(&Event::Result(result))
+                        .map_err(ActError::Write)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(outcome)
+}
+
+/// Runs a decision's actions in order and returns one result per action.
+pub fn execute_decision(
+    config: &Config,
+    device: &dyn Device,
+    decision: &Decision,
+    observation: Option<&Observation>,
+) -> Vec<ActionResult> {
+    let screen = screen_of(device, observation);
+    let mut activity = match observation.and_then(|o| o.activity.clone()) {
+        Some(activity) => Some(activity),
+        None => device.foreground().ok().map(|f| f.activity),
+    };
+    let mut results = Vec::new();
+    let mut aborted = false;
+    for (index, action) in decision.actions.iter().enumerate() {
+        let mut result = ActionResult {
+            run_id: decision.run_id.clone(),
+            step: decision.step,
+            ts: Some(now_ts()),
+            index: index as u32,
+            action_type: action.action.as_str().to_string(),
+            ..ActionResult::default()
+        };
+        if aborted {
+            result.error_kind = Some("skipped".into());
+            result.error_message = Some("an earlier action of the batch failed".into());
+            results.push(result);
+            continue;
+        }
+        if index > 0 {
+            std::thread::sleep(config.pause);
+        }
+        let started = Instant::now();
+        let target = resolve(action, observation, screen);
+        if let Ok(Some(target)) = &target {
+            describe_target(&mut result, target);
+        }
+        let done = target.and_then(|target| perform(config, device, action, target.as_ref()));
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        match done {
+            Ok(()) => result.success = true,
+            Err(failure) => {
+                aborted = !failure.continue_batch;
+                result.error_kind = Some(failure.kind.into());
+                result.error_message = Some(failure.message);
+            }
+        }
+        if result.success {
+            if let Ok(now) = device.foreground() {
+                result.navigated_away = activity.as_deref() != Some(now.activity.as_str());
+                activity = Some(now.activity.clone());
+                result.package_after = Some(now.package);
+                result.activity_after = Some(now.activity);
+            }
+        }
+        results.push(result);
+    }
+    results
+}
+
+/// Results for a decision when no device could be opened: every action failed.
+fn unreachable_device(decision: &Decision) -> Vec<ActionResult> {
+    decision
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(index, action)| ActionResult {
+            run_id: decision.run_id.clone(),
+            step: decision.step,
+            ts: Some(now_ts()),
+            index: index as u32,
+            action_type: action.action.as_str().to_string(),
+            error_kind: Some(if index == 0 { "device" } else { "skipped" }.into()),
+            error_message: Some("no device".into()),
+            ..ActionResult::default()
+        })
+        .collect()
+}
+
+fn screen_of(device: &dyn Device, observation: Option<&Observation>) -> Option<(u32, u32)> {
+    observation
+        .and_then(|o| o.screen_size)
+        .map(|[w, h]| (w, h))
+        .or_else(|| device.screen_size().ok())
+}
+
+/// For people, and never a password field's text.
+fn describe_target(result: &mut ActionResult, target: &Target) {
+    let (x, y) = target.point;
+    result.tap_point = Some([i64::from(x), i64::from(y)]);
+    result.origin = Some(target.origin);
+    result.target = Some(match &target.element {
+        Some(element) => describe_element(element),
+        None => format!("({x}, {y})"),
+    });
+    result.target_signature = target
+        .element
+        .as_ref()
+        .map(|e| e.signature.clone())
+        .filter(|s| !s.is_empty());
+}
+
+/// `Button "Login"`, `EditText (password)`, `ImageView "Menu"`.
+pub fn describe_element(element: &UiElement) -> String {
+    let class = element
+        .class_name
+        .rsplit('.')
+        .next()
+        .unwrap_or(&element.class_name);
+    if element.password {
+        return format!("{class} (password)");
+    }
+    let label = [&element.text, &element.content_desc, &element.resource_id]
+        .into_iter()
+        .find(|s| !s.is_empty());
+    match label {
+        Some(label) => format!("{class} \"{label}\""),
+        None => class.to_string(),
+    }
+}
+
+/// The smallest enabled actionable element containing the point.
+pub fn snap(elements: &[UiElement], x: i32, y: i32) -> Option<&UiElement> {
+    elements
+        .iter()
+        .filter(|e| is_actionable(e) && e.bounds.contains(x, y))
+        .min_by_key(|e| e.bounds.area())
+}
+
+/// Where an action lands; `Ok(None)` for actions without a target (back, wait, ...).
+fn resolve(
+    action: &Action,
+    observation: Option<&Observation>,
+    screen: Option<(u32, u32)>,
+) -> Result<Option<Target>, Failure> {
+    let elements = observation.map_or(&[][..], |o| &o.elements[..]);
+    match action.action {
+        ActionType::Click | ActionType::Input | ActionType::LongPress => {
+            if let Some(element) = by_ref(action, elements)? {
+                return Ok(Some(element_target(element)));
+            }
+            let bounds = checked_box(action, screen)?
+                .ok_or_else(|| Failure::invalid("no target_bounding_box or ref"))?;
+            let (x, y) = bounds.center();
+            Ok(Some(match snap(elements, x, y) {
+                Some(element) => element_target(element),
+                None => Target {
+                    point: (x, y),
+                    origin: Origin::Llm,
+                    element: None,
+                    area: None,
+                },
+            }))
+        }
+        ActionType::ScrollUp
+        | ActionType::ScrollDown
+        | ActionType::SwipeLeft
+        | ActionType::SwipeRight => {
+            let area = match by_ref(action, elements)? {
+                Some(element) => Some((element.bounds, Origin::Xml)),
+                None => checked_box(action, screen)?.map(|bounds| {
+                    let (x, y) = bounds.center();
+                    let container = elements
+                        .iter()
+                        .filter(|e| e.scrollable && e.bounds.contains(x, y))
+                        .min_by_key(|e| e.bounds.area());
+                    match container {
+                        Some(container) => (container.bounds, Origin::Xml),
+                        None => (bounds, Origin::Llm),
+                    }
+                }),
+            };
+            Ok(area.map(|(area, origin)| Target {
+                point: area.center(),
+                origin,
+                element: None,
+                area: Some(area),
+            }))
+        }
+        ActionType::Tap => {
+            let (w, h) = screen.ok_or_else(|| Failure::invalid("screen size unknown"))?;
+            let point = match (action.point, action.grid) {
+                (Some([x, y]), _) => (x, y),
+                (None, Some(grid)) => {
+                    if grid.rows == 0
+                        || grid.cols == 0
+                        || grid.row >= grid.rows
+                        || grid.col >= grid.cols
+                    {
+                        return Err(Failure::invalid(format!(
+                            "grid cell ({}, {}) outside a {}x{} grid",
+                            grid.row, grid.col, grid.rows, grid.cols
+                        )));
+                    }
+                    let cell_w = i64::from(w) / i64::from(grid.cols);
+                    let cell_h = i64::from(h) / i64::from(grid.rows);
+                    (
+                        cell_w * i64::from(grid.col) + cell_w / 2,
+                        cell_h * i64::from(grid.row) + cell_h / 2,
+                    )
+                }
+                (None, None) => return Err(Failure::invalid("tap needs a point or a grid cell")),
+            };
+            if point.0 < 0 || point.1 < 0 || point.0 >= i64::from(w) || point.1 >= i64::from(h) {
+                return Err(Failure::invalid(format!(
+                    "point ({}, {}) outside the {w}x{h} screen",
+                    point.0, point.1
+                )));
+            }
+            Ok(Some(Target {
+                point: (point.0 as i32, point.1 as i32),
+                origin: Origin::Llm,
+                element: None,
+                area: None,
+            }))
+        }
+        ActionType::Back | ActionType::Wait | ActionType::Home | ActionType::Recents => Ok(None),
+    }
+}
+
+fn element_target(element: &UiElement) -> Target {
+    Target {
+        point: element.bounds.center(),
+        origin: Origin::Xml,
+        element: Some(element.clone()),
+        area: None,
+    }
+}
+
+fn by_ref<'a>(
+    action: &Action,
+    elements: &'a [UiElement],
+) -> Result<Option<&'a UiElement>, Failure> {
+    let Some(wanted) = action.ref_id else {
+        return Ok(None);
+    };
+    element_by_ref(elements, wanted)
+        .map(Some)
+        .ok_or_else(|| Failure::invalid(format!("ref {wanted} is not in the observation")))
+}
+
+/// The bounding box, checked against the screen; `Ok(None)` when there is none.
+fn checked_box(action: &Action, screen: Option<(u32, u32)>) -> Result<Option<Bounds>, Failure> {
+    let Some(bbox) = action.target_bounding_box else {
+        return Ok(None);
+    };
+    let [x1, y1] = bbox.top_left;
+    let [x2, y2] = bbox.bottom_right;
+    if x1 >= x2 || y1 >= y2 {
+        return Err(Failure::invalid(format!(
+            "bounding box [{x1},{y1}]-[{x2},{y2}] is empty or inverted"
+        )));
+    }
+    let (w, h) = screen.map_or((i64::MAX, i64::MAX), |(w, h)| (i64::from(w), i64::from(h)));
+    if x1 < 0 || y1 < 0 || x2 > w || y2 > h {
+        return Err(Failure::invalid(format!(
+            "bounding box [{x1},{y1}]-[{x2},{y2}] is outside the {w}x{h} screen"
+        )));
+    }
+    let fits = |v: i64| i32::try_from(v).map_err(|_| Failure::invalid("coordinate out of range"));
+    Ok(Some(Bounds::from([
+        fits(x1)?,
+        fits(y1)?,
+        fits(x2)?,
+        fits(y2)?,
+    ])))
+}
+
+fn perform(
+    config: &Config,
+    device: &dyn Device,
+    action: &Action,
+    target: Option<&Target>,
+) -> Result<(), Failure> {
+    let point = || {
+        target
+            .map(|t| t.point)
+            .ok_or_else(|| Failure::invalid("no target"))
+    };
+    match action.action {
+        ActionType::Click | ActionType::Tap => {
+            let (x, y) = point()?;
+            device.tap(x, y)?;
+        }
+        ActionType::LongPress => {
+            let (x, y) = point()?;
+            device.long_press(x, y, config.long_press_ms)?;
+        }
+        ActionType::Input => {
+            let text = action.input_text.as_deref().ok_or_else(|| Failure {
+                kind: "invalid_action",
+                message: "input without input_text".into(),
+                continue_batch: false,
+            })?;
+            let (x, y) = point()?;
+            device.tap(x, y)?;
+            std::thread::sleep(config.settle);
+            device.input_text(text)?;
+        }
+        ActionType::ScrollUp
+        | ActionType::ScrollDown
+        | ActionType::SwipeLeft
+        | ActionType::SwipeRight => {
+            let direction = match action.action {
+                ActionType::ScrollUp => Direction::ScrollUp,
+                ActionType::ScrollDown => Direction::ScrollDown,
+                ActionType::SwipeLeft => Direction::SwipeLeft,
+                _ => Direction::SwipeRight,
+            };
+            device.scroll(direction, target.and_then(|t| t.area))?;
+        }
+        ActionType::Back => device.key("back")?,
+        ActionType::Home => device.key("home")?,
+        ActionType::Recents => device.key("app_switch")?,
+        ActionType::Wait => {
+            let wait = action
+                .duration_ms
+                .map_or(config.default_wait, Duration::from_millis);
+            std::thread::sleep(wait);
+        }
+    }
+    Ok(())
+}
+
+/// A standalone verb (`droid-act tap 540 1200`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verb {
+    Tap(i32, i32),
+    LongPress(i32, i32),
+    Swipe((i32, i32), (i32, i32), u32),
+    Text(String),
+    Key(String),
+    Back,
+    Home,
+    Launch(String),
+}
+
+/// Runs one verb and describes it as a `result` (text typed is never echoed).
+pub fn run_verb(
+    config: &Config,
+    device: &dyn Device,
+    verb: &Verb,
+) -> Result<ActionResult, DeviceError> {
+    let started = Instant::now();
+    let (action_type, target, point) = match verb {
+        Verb::Tap(x, y) => {
+            device.tap(*x, *y)?;
+            ("tap", format!("({x}, {y})"), Some((*x, *y)))
+        }
+        Verb::LongPress(x, y) => {
+            device.long_press(*x, *y, config.long_press_ms)?;
+            ("long_press", format!("({x}, {y})"), Some((*x, *y)))
+        }
+        Verb::Swipe(from, to, ms) => {
+            device.swipe(*from, *to, *ms)?;
+            ("swipe", format!("{from:?} -> {to:?}"), Some(*from))
+        }
+        Verb::Text(text) => {
+            device.input_text(text)?;
+            (
+                "input",
+                format!("{} characters", text.chars().count()),
+                None,
+            )
+        }
+        Verb::Key(name) => {
+            device.key(name)?;
+            ("key", name.clone(), None)
+        }
+        Verb::Back => {
+            device.key("back")?;
+            ("back", "KEYCODE_BACK".into(), None)
+        }
+        Verb::Home => {
+            device.key("home")?;
+            ("home", "KEYCODE_HOME".into(), None)
+        }
+        Verb::Launch(package) => {
+            device.launch(package)?;
+            ("launch", package.clone(), None)
+        }
+    };
+    let foreground = device.foreground().ok();
+    Ok(ActionResult {
+        ts: Some(now_ts()),
+        action_type: action_type.into(),
+        target: Some(target),
+        success: true,
+        duration_ms: started.elapsed().as_millis() as u64,
+        tap_point: point.map(|(x, y)| [i64::from(x), i64::from(y)]),
+        package_after: foreground.as_ref().map(|f| f.package.clone()),
+        activity_after: foreground.map(|f| f.activity),
+        ..ActionResult::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{BoundingBox, GridCell};
+
+    fn element(id: u32, bounds: [i32; 4], clickable: bool) -> UiElement {
+        UiElement {
+            element_id: id,
+            bounds: Bounds::from(bounds),
+            clickable,
+            enabled: true,
+            class_name: "android.widget.Button".into(),
+            text: format!("e{id}"),
+            ..UiElement::default()
+        }
+    }
+
+    fn observation(elements: Vec<UiElement>) -> Observation {
+        Observation {
+            screen_size: Some([1080, 2400]),
+            elements,
+            ..Observation::default()
+        }
+    }
+
+    fn click_box(x1: i64, y1: i64, x2: i64, y2: i64) -> Action {
+        Action {
+            target_bounding_box: Some(BoundingBox {
+                top_left: [x1, y1],
+                bottom_right: [x2, y2],
+            }),
+            ..Action::new(ActionType::Click)
+        }
+    }
+
+    fn resolved(action: &Action, obs: &Observation) -> Result<Option<Target>, String> {
+        resolve(action, Some(obs), Some((1080, 2400))).map_err(|f| f.kind.to_string())
+    }
+
+    #[test]
+    fn centre_snaps_to_the_smallest_enabled_actionable_element() {
+        let mut disabled = element(3, [400, 400, 600, 600], true);
+        disabled.enabled = false;
+        let obs = observation(vec![
+            element(0, [0, 0, 1080, 2400], true),
+            element(1, [100, 100, 900, 900], true),
+            element(2, [300, 300, 700, 700], false),
+            disabled,
+        ]);
+        let target = resolved(&click_box(450, 450, 550, 550), &obs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(target.origin, Origin::Xml);
+        assert_eq!(target.element.unwrap().element_id, 1);
+        assert_eq!(target.point, (500, 500));
+    }
+
+    #[test]
+    fn no_element_under_the_centre_taps_the_raw_centre() {
+        let obs = observation(vec![element(0, [0, 0, 100, 100], true)]);
+        let target = resolved(&click_box(500, 500, 700, 900), &obs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(target.origin, Origin::Llm);
+        assert_eq!(target.point, (600, 700));
+        assert!(target.element.is_none());
+    }
+
+    #[test]
+    fn invalid_boxes_are_invalid_bbox() {
+        let obs = observation(vec![]);
+        for action in [
+            click_box(500, 500, 400, 600),
+            click_box(0, 0, 2000, 100),
+            click_box(-5, 0, 100, 100),
+            click_box(10, 10, 10, 20),
+            Action::new(ActionType::Click),
+            Action {
+                ref_id: Some(9),
+                ..Action::new(ActionType::Click)
+            },
+        ] {
+            assert_eq!(
+                resolved(&action, &obs).unwrap_err(),
+                "invalid_bbox",
+                "{action:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refs_resolve_through_the_observation() {
+        let mut field = element(4, [0, 1000, 1080, 1100], true);
+        field.ref_id = Some(7);
+        let obs = observation(vec![element(0, [0, 0, 10, 10], true), field]);
+        let action = Action {
+            ref_id: Some(7),
+            ..click_box(0, 0, 10, 10)
+        };
+        let target = resolved(&action, &obs).unwrap().unwrap();
+        assert_eq!(target.element.unwrap().element_id, 4);
+        assert_eq!(target.point, (540, 1050));
+    }
+
+    #[test]
+    fn grid_cells_and_points() {
+        let obs = observation(vec![]);
+        let tap = Action {
+            grid: Some(GridCell {
+                rows: 4,
+                cols: 2,
+                row: 3,
+                col: 1,
+            }),
+            ..Action::new(ActionType::Tap)
+        };
+        assert_eq!(resolved(&tap, &obs).unwrap().unwrap().point, (810, 2100));
+        let outside = Action {
+            point: Some([1080, 5]),
+            ..Action::new(ActionType::Tap)
+        };
+        assert_eq!(resolved(&outside, &obs).unwrap_err(), "invalid_bbox");
+        let bad_cell = Action {
+            grid: Some(GridCell {
+                rows: 2,
+                cols: 2,
+                row: 2,
+                col: 0,
+            }),
+            ..Action::new(ActionType::Tap)
+        };
+        assert_eq!(resolved(&bad_cell, &obs).unwrap_err(), "invalid_bbox");
+    }
+
+    #[test]
+    fn scrolls_use_the_scrollable_container_under_the_box() {
+        let mut list = element(1, [0, 300, 1080, 2000], false);
+        list.scrollable = true;
+        let obs = observation(vec![list]);
+        let action = Action {
+            action: ActionType::ScrollDown,
+            ..click_box(100, 500, 200, 600)
+        };
+        let target = resolved(&action, &obs).unwrap().unwrap();
+        assert_eq!(target.area, Some(Bounds::from([0, 300, 1080, 2000])));
+        let whole = Action::new(ActionType::ScrollDown);
+        assert_eq!(resolved(&whole, &obs).unwrap(), None);
+    }
+
+    #[test]
+    fn password_fields_are_described_without_their_text() {
+        let mut field = element(1, [0, 0, 10, 10], true);
+        field.class_name = "android.widget.EditText".into();
+        field.text = "hunter2".into();
+        field.password = true;
+        assert_eq!(describe_element(&field), "EditText (password)");
+        field.password = false;
+        assert_eq!(describe_element(&field), "EditText \"hunter2\"");
+    }
+
+    /// A device that records what it is asked and fails on request.
+    struct Recorder {
+        calls: std::sync::Mutex<Vec<String>>,
+        fail_on: &'static str,
+        activities: std::sync::Mutex<Vec<&'static str>>,
+    }
+
+    impl Recorder {
+        fn new(fail_on: &'static str, activities: Vec<&'static str>) -> Recorder {
+            Recorder {
+                calls: Default::default(),
+                fail_on,
+                activities: std::sync::Mutex::new(activities),
+            }
+        }
+
+        fn call(&self, call: String) -> Result<(), DeviceError> {
+            let fails = !self.fail_on.is_empty() && call.starts_with(self.fail_on);
+            self.calls.lock().unwrap().push(call.clone());
+            if fails {
+                return Err(DeviceError::Screenshot(format!("{call} failed")));
+            }
+            Ok(())
+        }
+    }
+
+    impl Device for Recorder {
+        fn serial(&self) -> &str {
+            "fake"
+        }
+        fn info(&self) -> Result<crate::events::DeviceInfo, DeviceError> {
+            Ok(Default::default())
+        }
+        fn screen_size(&self) -> Result<(u32, u32), DeviceError> {
+            Ok((1080, 2400))
+        }
+        fn foreground(&self) -> Result<crate::device::Foreground, DeviceError> {
+            let mut activities = self.activities.lock().unwrap();
+            let activity = if activities.len() > 1 {
+                activities.remove(0)
+            } else {
+                activities[0]
+            };
+            Ok(crate::device::Foreground {
+                package: "p".into(),
+                activity: activity.into(),
+            })
+        }
+        fn launch(&self, package: &str) -> Result<(), DeviceError> {
+            self.call(format!("launch {package}"))
+        }
+        fn force_stop(&self, package: &str) -> Result<(), DeviceError> {
+            self.call(format!("stop {package}"))
+        }
+        fn dump_hierarchy(&self) -> Result<String, DeviceError> {
+            Ok(String::new())
+        }
+        fn screenshot(&self) -> Result<Vec<u8>, DeviceError> {
+            Ok(Vec::new())
+        }
+        fn tap(&self, x: i32, y: i32) -> Result<(), DeviceError> {
+            self.call(format!("tap {x} {y}"))
+        }
+        fn long_press(&self, x: i32, y: i32, ms: u32) -> Result<(), DeviceError> {
+            self.call(format!("long {x} {y} {ms}"))
+        }
+        fn swipe(&self, from: (i32, i32), to: (i32, i32), ms: u32) -> Result<(), DeviceError> {
+            self.call(format!("swipe {from:?} {to:?} {ms}"))
+        }
+        fn scroll(&self, direction: Direction, area: Option<Bounds>) -> Result<(), DeviceError> {
+            self.call(format!("scroll {direction:?} {area:?}"))
+        }
+        fn key(&self, name: &str) -> Result<(), DeviceError> {
+            self.call(format!("key {name}"))
+        }
+        fn input_text(&self, text: &str) -> Result<(), DeviceError> {
+            self.call(format!("text {text}"))
+        }
+        fn pull(&self, _: &str) -> Result<Vec<u8>, DeviceError> {
+            Ok(Vec::new())
+        }
+        fn crash_log(&self, _: bool) -> Result<String, DeviceError> {
+            Ok(String::new())
+        }
+        fn app_version(&self, _: &str) -> Result<Option<crate::device::AppVersion>, DeviceError> {
+            Ok(None)
+        }
+    }
+
+    fn quick() -> Config {
+        Config {
+            pause: Duration::ZERO,
+            settle: Duration::ZERO,
+            ..Config::default()
+        }
+    }
+
+    fn decision(actions: Vec<Action>) -> Decision {
+        Decision {
+            run_id: Some("r".into()),
+            step: Some(3),
+            ts: None,
+            decider: None,
+            actions,
+            signup_completed: false,
+            done: false,
+            ai: None,
+            extra: Default::default(),
+        }
+    }
+
+    fn kinds(results: &[ActionResult]) -> Vec<Option<&str>> {
+        results.iter().map(|r| r.error_kind.as_deref()).collect()
+    }
+
+    #[test]
+    fn invalid_bbox_continues_and_device_failure_skips_the_rest() {
+        let device = Recorder::new("key", vec!["A"]);
+        let obs = observation(vec![element(1, [0, 0, 1080, 200], true)]);
+        let actions = vec![
+            click_box(900, 900, 100, 100),
+            click_box(10, 10, 20, 20),
+            Action::new(ActionType::Back),
+            Action::new(ActionType::Home),
+        ];
+        let results = execute_decision(&quick(), &device, &decision(actions), Some(&obs));
+        assert_eq!(
+            kinds(&results),
+            [Some("invalid_bbox"), None, Some("device"), Some("skipped")]
+        );
+        assert_eq!(*device.calls.lock().unwrap(), ["tap 540 100", "key back"]);
+        assert!(results
+            .iter()
+            .all(|r| r.step == Some(3) && r.run_id.as_deref() == Some("r")));
+        assert_eq!(results[1].origin, Some(Origin::Xml));
+        assert_eq!(results[1].target.as_deref(), Some("Button \"e1\""));
+    }
+
+    #[test]
+    fn navigated_away_compares_with_the_activity_before_each_action() {
+        let device = Recorder::new("", vec!["B", "B"]);
+        let obs = Observation {
+            activity: Some("A".into()),
+            ..observation(vec![])
+        };
+        let actions = vec![Action::new(ActionType::Back), Action::new(ActionType::Back)];
+        let results = execute_decision(&quick(), &device, &decision(actions), Some(&obs));
+        assert!(results[0].navigated_away);
+        assert!(!results[1].navigated_away);
+        assert_eq!(results[0].activity_after.as_deref(), Some("B"));
+    }
+
+    #[test]
+    fn input_taps_then_types_and_never_reports_the_text() {
+        let device = Recorder::new("", vec!["A"]);
+        let mut field = element(1, [0, 0, 1080, 200], true);
+        field.password = true;
+        field.class_name = "android.widget.EditText".into();
+        let obs = observation(vec![field]);
+        let action = Action {
+            action: ActionType::Input,
+            input_text: Some("s3cret pass".into()),
+            ..click_box(0, 0, 1080, 200)
+        };
+        let results = execute_decision(&quick(), &device, &decision(vec![action]), Some(&obs));
+        assert_eq!(
+            *device.calls.lock().unwrap(),
+            ["tap 540 100", "text s3cret pass"]
+        );
+        let line = Event::Result(results[0].clone()).to_line();
+        assert!(!line.contains("s3cret"), "{line}");
+        assert!(line.contains("EditText (password)"));
+    }
+
+    #[test]
+    fn the_filter_passes_lines_through_and_reports_bad_ones() {
+        let obs = Event::Observation(Box::new(observation(vec![]))).to_line();
+        let dec = Event::Decision(decision(vec![Action::new(ActionType::Back)])).to_line();
+        let input = format!("{obs}\nnot json\n{{\"type\":\"custom\",\"v\":1}}\n{dec}\n");
+        let mut out = Vec::new();
+        let outcome = run(
+            &quick(),
+            || Ok(Box::new(Recorder::new("", vec!["A"])) as Box<dyn Device>),
+            input.as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], obs);
+        assert_eq!(lines[1], "{\"type\":\"custom\",\"v\":1}");
+        assert_eq!(lines[2], dec);
+        assert!(lines[3].starts_with("{\"type\":\"result\""), "{}", lines[3]);
+        assert_eq!(
+            outcome.bad_lines,
+            ["line 2: not valid JSON: expected ident at line 1 column 2"]
+        );
+    }
+
+    #[test]
+    fn no_decision_means_no_device_is_opened() {
+        let mut out = Vec::new();
+        let outcome = run(
+            &quick(),
+            || Err(DeviceError::NullRoot),
+            "{\"type\":\"note\",\"v\":1,\"kind\":\"x\"}\n".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        assert!(outcome.device_errors.is_empty());
+        assert_eq!(out, b"{\"type\":\"note\",\"v\":1,\"kind\":\"x\"}\n");
+    }
+}

@@ -1,0 +1,249 @@
+//! droid-act against droid-sim: verbs, decisions through the filter, hostile text.
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use serde_json::{json, Value};
+
+use super::common::droid;
+use super::device::{text_at, SimProc, NOTE_BODY};
+
+fn run_act(sim: &SimProc, args: &[&str], stdin: &str) -> Output {
+    let mut child = droid("droid-act")
+        .args(sim.flags())
+        .args(["--pause-ms", "0"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// One observation of the simulator, through droid-capture.
+fn observation_line(sim: &SimProc) -> String {
+    let out = droid("droid-capture")
+        .args(sim.flags())
+        .arg("--out")
+        .arg(sim.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn decision_line(actions: Value) -> String {
+    json!({"type": "decision", "v": 1, "run_id": "r1", "step": 1, "actions": actions}).to_string()
+}
+
+fn bbox(b: [i64; 4]) -> Value {
+    json!({"top_left": [b[0], b[1]], "bottom_right": [b[2], b[3]]})
+}
+
+fn results(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "result")
+        .collect()
+}
+
+#[test]
+fn a_tap_on_a_recorded_target_reaches_the_recorded_screen() {
+    // model.json: s001 --click "Create a new note" [837,193,969,325]--> s002
+    let sim = SimProc::notes(&[]);
+    let out = run_act(&sim, &["tap", "903", "259"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["success"], true);
+    assert_eq!(sim.screens().last().map(String::as_str), Some("s002"));
+}
+
+#[test]
+fn decisions_resolve_through_the_preceding_observation() {
+    // s001 --click "More options" [969,193,1080,325]--> s008; the box is loose around it and
+    // its centre snaps to the ImageView.
+    let sim = SimProc::notes(&[]);
+    let observation = observation_line(&sim);
+    let decision = decision_line(json!([
+        {"action": "click", "target_bounding_box": bbox([5000, 0, 5100, 10])},
+        {"action": "click", "target_bounding_box": bbox([980, 200, 1070, 320])},
+    ]));
+    let out = run_act(&sim, &[], &format!("{observation}\n{decision}\n"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0], observation,
+        "the observation passes through unchanged"
+    );
+    assert_eq!(lines[1], decision);
+    let results = results(&out.stdout);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["error_kind"], "invalid_bbox");
+    assert_eq!(results[1]["success"], true);
+    assert_eq!(results[1]["origin"], "xml");
+    assert_eq!(results[1]["step"], 1);
+    assert_eq!(results[1]["run_id"], "r1");
+    assert_eq!(sim.screens().last().map(String::as_str), Some("s008"));
+}
+
+/// Types `text` into the note body through an `input` decision and checks the next dump.
+fn assert_typed_exactly(text: &str) {
+    let sim = SimProc::notes(&[]);
+    let observation = observation_line(&sim);
+    let b = NOTE_BODY.map(i64::from);
+    let decision = decision_line(json!([
+        {"action": "input", "target_bounding_box": bbox(b), "input_text": text},
+    ]));
+    let out = run_act(&sim, &[], &format!("{observation}\n{decision}\n"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = results(&out.stdout);
+    assert_eq!(results[0]["success"], true, "{}", results[0]);
+    let quoted = serde_json::to_string(text).unwrap();
+    assert!(
+        !results[0].to_string().contains(&quoted),
+        "typed text must not be echoed in results: {}",
+        results[0]
+    );
+    // The device received exactly the text (truth log) and shows exactly it (next dump).
+    assert_eq!(sim.typed(), text, "{:?}", sim.inputs());
+    assert_eq!(text_at(&sim.device(), NOTE_BODY), text);
+    // Nothing ran but the tap and the typing: no launch, force-stop or other input, and the
+    // device still shows the start screen.
+    let kinds: Vec<String> = sim
+        .inputs()
+        .iter()
+        .map(|i| i["input"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        kinds[..2] == ["launch", "tap"] && kinds[2..].iter().all(|k| k == "text" || k == "key"),
+        "{kinds:?}"
+    );
+    assert_eq!(sim.screens(), ["@launcher", "s001"]);
+}
+
+macro_rules! hostile_text {
+    ($($name:ident: $text:expr,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                assert_typed_exactly($text);
+            }
+        )*
+    };
+}
+
+hostile_text! {
+    hostile_double_quotes: "say \"hi\" now",
+    hostile_single_quotes: "it's 'quoted'",
+    hostile_semicolon: "a; reboot; b",
+    hostile_and_and: "true && am force-stop com.simplemobiletools.notes.pro",
+    hostile_pipe: "cat | sh",
+    hostile_command_substitution: "$(id) ${HOME} $PATH",
+    hostile_backticks: "`id` and `reboot`",
+    hostile_backslash: r"C:\new\table \\ end\",
+    hostile_angle_brackets: "<b>x</b> > /sdcard/out < /etc/hosts",
+    hostile_percent_s: "100%sure %s%%s %",
+    hostile_space_runs: "  two  three   four    ",
+}
+
+/// The filter contract without a device: nothing opens one until a decision arrives. The
+/// server address is loopback but not `localhost`/`127.0.0.1`, so no adb server is started.
+fn act_without_device(stdin: &str) -> Output {
+    let mut child = droid("droid-act")
+        .args(["--adb-host", "127.0.0.2", "--adb-port", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn empty_input_exits_zero_and_bad_lines_exit_one_after_the_rest() {
+    let out = act_without_device("");
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let note = r#"{"type":"note","v":1,"kind":"x"}"#;
+    let out = act_without_device(&format!("{note}\nnot json\n{note}\n"));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{note}\n{note}\n")
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("droid-act: line 2: not valid JSON"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unreachable_device_fails_the_decision_and_exits_one() {
+    let decision = decision_line(json!([{"action": "back"}, {"action": "home"}]));
+    let out = act_without_device(&format!("{decision}\n"));
+    assert_eq!(out.status.code(), Some(1));
+    let results = results(&out.stdout);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["error_kind"], "device");
+    assert_eq!(results[1]["error_kind"], "skipped");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("not reachable at 127.0.0.2:1"), "{stderr}");
+}
+
+#[test]
+fn help_is_a_contract_and_usage_errors_exit_two() {
+    let out = droid("droid-act").arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for word in [
+        "tap",
+        "long-press",
+        "swipe",
+        "text",
+        "key",
+        "back",
+        "home",
+        "launch",
+        "Examples:",
+        "--device",
+        "--adb-port",
+        "--adb-host",
+    ] {
+        assert!(help.contains(word), "{word} missing from --help");
+    }
+    let out = droid("droid-act").args(["tap", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
