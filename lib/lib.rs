@@ -6,11 +6,8 @@
 pub mod act;
 pub mod adb;
 pub mod capture;
-<<<<<<< HEAD
 pub mod decide;
-=======
 pub mod device;
->>>>>>> main
 pub mod events;
 pub mod hash;
 pub mod sim;
