@@ -1,13 +1,13 @@
-//! The exploration graph a decider keeps in memory: screens (identified by activity plus
-//! perceptual-hash distance, or structure when an observation has no perceptual hash), the
-//! actions each offers (by widget signature), which were tried, and the edges learned from what
-//! followed an action.
+//! The exploration graph a decider keeps in memory: screens (identified by activity plus their
+//! actionable widgets' signatures, or the perceptual hash when they have none), the actions each
+//! offers (by widget signature), which were tried, and the edges learned from what followed an
+//! action.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use sha2::{Digest, Sha256};
 
-use super::widgets::{is_actionable, is_risky, primary_action, signature};
+use super::widgets::{is_actionable, is_risky, label_in, primary_action, signature};
 use crate::events::Observation;
 use crate::hash;
 
@@ -29,19 +29,25 @@ pub fn action_key(action: crate::events::ActionType, signature: &str) -> ActionK
 struct Screen {
     phash: Option<u64>,
     structure: String,
+    /// Digest of the actionable widgets' signatures; empty when there are none.
+    widgets: String,
     /// Every action seen on this screen, with whether it is risky.
     actions: BTreeMap<ActionKey, bool>,
     tried: BTreeSet<ActionKey>,
     /// Learned edges: action → target screen → times seen.
     edges: BTreeMap<ActionKey, BTreeMap<ScreenId, u32>>,
     visits: u32,
+    /// A screen of another app: never a goal of exploration.
+    outside: bool,
 }
 
 impl Screen {
     fn untried(&self, risky: bool) -> bool {
-        self.actions
-            .iter()
-            .any(|(key, is_risky)| *is_risky == risky && !self.tried.contains(key))
+        !self.outside
+            && self
+                .actions
+                .iter()
+                .any(|(key, is_risky)| *is_risky == risky && !self.tried.contains(key))
     }
 }
 
@@ -76,41 +82,62 @@ impl Graph {
         let structure = hash
             .and_then(|h| h.structure_hash.clone())
             .unwrap_or_else(|| structure_of(observation));
-        let id = self.find(&activity, phash, &structure).unwrap_or_else(|| {
-            let id = self.screens.len();
-            self.screens.push(Screen {
-                phash,
-                structure,
-                actions: BTreeMap::new(),
-                tried: BTreeSet::new(),
-                edges: BTreeMap::new(),
-                visits: 0,
+        let widgets = widgets_of(observation);
+        let id = self
+            .find(&activity, phash, &structure, &widgets)
+            .unwrap_or_else(|| {
+                let id = self.screens.len();
+                self.screens.push(Screen {
+                    phash,
+                    structure,
+                    widgets,
+                    actions: BTreeMap::new(),
+                    tried: BTreeSet::new(),
+                    edges: BTreeMap::new(),
+                    visits: 0,
+                    outside: false,
+                });
+                self.by_activity.entry(activity).or_default().push(id);
+                id
             });
-            self.by_activity.entry(activity).or_default().push(id);
-            id
-        });
         let screen = &mut self.screens[id];
         screen.visits += 1;
         for element in observation.elements.iter().filter(|e| is_actionable(e)) {
             let key = action_key(primary_action(element), &signature(element));
-            screen
-                .actions
-                .entry(key)
-                .or_insert_with(|| is_risky(element));
+            let risky = is_risky(element, label_in(&observation.elements, element));
+            screen.actions.entry(key).or_insert(risky);
         }
         id
     }
 
-    fn find(&self, activity: &str, phash: Option<u64>, structure: &str) -> Option<ScreenId> {
+    /// The known screen an observation shows: same activity and the same actionable widgets
+    /// (signatures leave typed text out, so a filled form is the screen it was); without
+    /// actionable widgets, the perceptual-hash rule, else the structure.
+    fn find(
+        &self,
+        activity: &str,
+        phash: Option<u64>,
+        structure: &str,
+        widgets: &str,
+    ) -> Option<ScreenId> {
         let candidates = self.by_activity.get(activity)?;
         candidates.iter().copied().find(|&id| {
             let screen = &self.screens[id];
-            // The seed rule when both have a perceptual hash; the structure only without one.
+            if !widgets.is_empty() || !screen.widgets.is_empty() {
+                return screen.widgets == widgets;
+            }
             match (screen.phash, phash) {
                 (Some(a), Some(b)) => hash::hamming(a, b) <= hash::SAME_SCREEN_DISTANCE,
                 _ => screen.structure == structure,
             }
         })
+    }
+
+    /// Marks a screen as belonging to another app, so paths never aim at it.
+    pub fn mark_outside(&mut self, screen: ScreenId) {
+        if let Some(screen) = self.screens.get_mut(screen) {
+            screen.outside = true;
+        }
     }
 
     pub fn mark_tried(&mut self, screen: ScreenId, key: &str) {
@@ -179,6 +206,30 @@ impl Graph {
     }
 }
 
+/// A digest of the actionable widgets' action keys, sorted; empty when there are none.
+fn widgets_of(observation: &Observation) -> String {
+    let mut keys: Vec<String> = observation
+        .elements
+        .iter()
+        .filter(|e| is_actionable(e))
+        .map(|e| action_key(primary_action(e), &signature(e)))
+        .collect();
+    if keys.is_empty() {
+        return String::new();
+    }
+    keys.sort();
+    keys.dedup();
+    let mut hasher = Sha256::new();
+    for key in &keys {
+        hasher.update(key.as_bytes());
+        hasher.update([0]);
+    }
+    hasher.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// A text-free key of the hierarchy (classes and ids in document order), used when the
 /// observation carries no structure hash.
 fn structure_of(observation: &Observation) -> String {
@@ -229,16 +280,20 @@ mod tests {
     }
 
     #[test]
-    fn same_activity_and_close_phash_is_the_same_screen() {
+    fn screens_are_the_same_activity_with_the_same_widgets() {
         let mut graph = Graph::new();
-        let a = graph.observe(&screen("Main", "ffff000000000000", &["A"]));
-        let again = graph.observe(&screen("Main", "ffff00000000001f", &["A", "B"]));
-        let far = graph.observe(&screen("Main", "0000ffffffff0000", &["C"]));
-        let other = graph.observe(&screen("Other", "ffff000000000000", &["A"]));
+        let a = graph.observe(&screen("Main", "ffff000000000000", &["A", "B"]));
+        let again = graph.observe(&screen("Main", "0000ffffffff0000", &["B", "A"]));
+        let close_but_other = graph.observe(&screen("Main", "ffff000000000001", &["C"]));
+        let other = graph.observe(&screen("Other", "ffff000000000000", &["A", "B"]));
         assert_eq!(a, again);
-        assert_ne!(a, far);
+        assert_ne!(a, close_but_other);
         assert_ne!(a, other);
         assert_eq!(graph.visits(a), 2);
+        // Without actionable widgets (a secure screen, a splash), the perceptual hash decides.
+        let blank = graph.observe(&screen("Splash", "ffff000000000000", &[]));
+        let blank_again = graph.observe(&screen("Splash", "ffff00000000001f", &[]));
+        assert_eq!(blank, blank_again);
     }
 
     #[test]

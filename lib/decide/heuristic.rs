@@ -1,24 +1,69 @@
 //! The default decider: coverage-guided exploration over the in-memory [`Graph`].
 //!
-//! On each observation: untried actions on this screen first (editable fields filled first, with
-//! test credentials where the field asks for an e-mail, user name or password; then text-bearing
-//! widgets, then anonymous ones, risky ones such as "log out" or "delete" last); when the screen
+//! On each observation: untried actions on this screen first (empty editable fields filled first,
+//! with test credentials where the field asks for an e-mail, user name or password, batched with
+//! the form's submit button; then text-bearing widgets, then anonymous ones, risky ones such as
+//! "log out" or "delete" last); when the screen
 //! is exhausted, the first step of the shortest known path to the nearest screen with untried
 //! actions; else back; else relaunch. The same seed and the same observations give the same
 //! decisions.
+
+use std::collections::{HashMap, HashSet};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::graph::{action_key, ActionKey, Graph, ScreenId, BACK};
-use super::widgets::{bounding_box, is_actionable, is_risky, label, primary_action, signature};
+use super::widgets::{bounding_box, is_actionable, is_risky, label_in, primary_action, signature};
 use super::Credentials;
 use crate::events::{Action, ActionType, Observation};
 use crate::ui::UiElement;
 
 /// Consecutive decisions outside the app before a relaunch instead of another back.
-const BACKS_BEFORE_RELAUNCH: u32 = 2;
+const BACKS_BEFORE_RELAUNCH: u32 = 1;
+
+/// Times a field is filled on one screen (forms are emptied when left and entered again).
+const MAX_FILLS: u32 = 3;
+
+/// Labels of buttons that skip content or close it: tried after everything else but risky ones.
+const DISMISS: [&str; 8] = [
+    "skip",
+    "not now",
+    "later",
+    "cancel",
+    "close",
+    "no thanks",
+    "dismiss",
+    "maybe later",
+];
+
+/// Labels of a form's submit button: tried after the form's other widgets (which often lead to
+/// screens the submit would leave behind, such as "Forgot password?").
+const SUBMIT: [&str; 22] = [
+    "sign in",
+    "log in",
+    "login",
+    "submit",
+    "continue",
+    "next",
+    "pay",
+    "place order",
+    "buy",
+    "checkout",
+    "proceed",
+    "send",
+    "save",
+    "done",
+    "confirm",
+    "ok",
+    "search",
+    "apply",
+    "get started",
+    "sign up",
+    "register",
+    "create",
+];
 
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +87,10 @@ pub struct Heuristic {
     pending: Option<(ScreenId, ActionKey)>,
     current: Option<ScreenId>,
     foreign_steps: u32,
+    /// Times each field was filled, per screen.
+    fills: HashMap<(ScreenId, ActionKey), u32>,
+    /// Every text typed so far, to recognise fields that are already filled.
+    typed: HashSet<String>,
 }
 
 impl Heuristic {
@@ -55,6 +104,8 @@ impl Heuristic {
             pending: None,
             current: None,
             foreign_steps: 0,
+            fills: HashMap::new(),
+            typed: HashSet::new(),
         }
     }
 
@@ -119,6 +170,7 @@ impl Heuristic {
             _ => false,
         };
         if foreign {
+            self.graph.mark_outside(screen);
             self.foreign_steps += 1;
             return if self.foreign_steps > BACKS_BEFORE_RELAUNCH {
                 self.foreign_steps = 0;
@@ -165,42 +217,102 @@ impl Heuristic {
         }
     }
 
-    /// Untried actions on this screen: all untried editable fields at once, else the best other
-    /// widget (text-bearing before anonymous, risky last; ties broken by the seeded generator).
+    /// Untried actions on this screen. Empty editable fields are filled first (again on a later
+    /// visit that finds them empty while the form's submit is untried, up to [`MAX_FILLS`] times),
+    /// in one batch with the next widget to try when that is the form's submit (see
+    /// [`Heuristic::best`]).
     fn untried_here(&mut self, observation: &Observation, screen: ScreenId) -> Option<Vec<Action>> {
-        let mut seen = std::collections::HashSet::new();
-        let untried: Vec<&UiElement> = observation
+        let mut seen = HashSet::new();
+        let actionable: Vec<&UiElement> = observation
             .elements
             .iter()
             .filter(|e| is_actionable(e))
-            .filter(|e| {
-                let key = action_key(primary_action(e), &signature(e));
-                !self.graph.is_tried(screen, &key) && seen.insert(key)
-            })
+            .filter(|e| seen.insert(action_key(primary_action(e), &signature(e))))
             .collect();
-        let fields: Vec<Action> = untried
-            .iter()
-            .filter(|e| e.editable)
-            .take(super::response::MAX_ACTIONS)
-            .map(|e| self.fill(e))
-            .collect();
-        if !fields.is_empty() {
-            return Some(fields);
-        }
-        let rank = |e: &UiElement| match (is_risky(e), label(e).is_empty()) {
-            (false, false) => 0,
-            (false, true) => 1,
-            (true, _) => 2,
+        let has_form = actionable.iter().any(|e| e.editable);
+        let submit = |e: &UiElement| {
+            let text = label_in(&observation.elements, e).to_lowercase();
+            !e.editable && SUBMIT.iter().any(|word| text.contains(word))
         };
-        let best = untried.iter().map(|e| rank(e)).min()?;
-        let mut tied: Vec<&UiElement> = untried.into_iter().filter(|e| rank(e) == best).collect();
+        let untried_submit = actionable.iter().any(|e| {
+            submit(e)
+                && !self
+                    .graph
+                    .is_tried(screen, &action_key(primary_action(e), &signature(e)))
+        });
+        let mut fields = Vec::new();
+        for field in actionable.iter().filter(|e| e.editable) {
+            let key = action_key(ActionType::Input, &signature(field));
+            let fills = self.fills.get(&(screen, key.clone())).copied().unwrap_or(0);
+            // Filling again on a later visit only helps a form that still has a submit to try.
+            let worth = fills == 0 || (fills < MAX_FILLS && untried_submit);
+            if self.shows_typed_text(field) || !worth {
+                self.graph.mark_tried(screen, &key);
+            } else if fields.len() + 1 < super::response::MAX_ACTIONS {
+                self.fills.insert((screen, key), fills + 1);
+                fields.push(*field);
+            }
+        }
+        let widgets: Vec<&UiElement> = actionable
+            .iter()
+            .filter(|e| !e.editable)
+            .filter(|e| {
+                !self
+                    .graph
+                    .is_tried(screen, &action_key(primary_action(e), &signature(e)))
+            })
+            .copied()
+            .collect();
+        let next = self.best(&observation.elements, widgets, has_form);
+        let mut actions: Vec<Action> = fields.iter().map(|field| self.fill(field)).collect();
+        // A fill is batched with the form's submit only: typing into a search bar may itself
+        // lead elsewhere, and the click would land on the wrong screen.
+        match next {
+            Some(widget) if actions.is_empty() || submit(widget) => {
+                let why = "untried on this screen";
+                let action = act_on(&observation.elements, widget, primary_action(widget), why);
+                actions.push(action);
+            }
+            _ => {}
+        }
+        (!actions.is_empty()).then_some(actions)
+    }
+
+    /// The widget to try next: text-bearing ones, then a form's submit button, anonymous ones,
+    /// dismissive ones ("Skip", "Cancel"), risky ones; ties broken by the seeded generator.
+    fn best<'a>(
+        &mut self,
+        elements: &[UiElement],
+        widgets: Vec<&'a UiElement>,
+        has_form: bool,
+    ) -> Option<&'a UiElement> {
+        let rank = |e: &UiElement| {
+            let label = label_in(elements, e);
+            let risky = is_risky(e, label);
+            let text = label.to_lowercase();
+            let submit = (has_form && SUBMIT.iter().any(|word| text.contains(word))).then_some(());
+            let dismissive = DISMISS
+                .iter()
+                .any(|word| label.to_lowercase().starts_with(word));
+            match (risky, dismissive, submit, label.is_empty()) {
+                (true, _, _, _) => 4,
+                (false, true, _, _) => 3,
+                (false, false, _, true) => 2,
+                (false, false, Some(_), false) => 1,
+                (false, false, None, false) => 0,
+            }
+        };
+        let best = widgets.iter().map(|e| rank(e)).min()?;
+        let mut tied: Vec<&UiElement> = widgets.into_iter().filter(|e| rank(e) == best).collect();
         tied.shuffle(&mut self.rng);
-        let element = tied.first()?;
-        Some(vec![act_on(
-            element,
-            primary_action(element),
-            "untried on this screen",
-        )])
+        tied.first().copied()
+    }
+
+    /// The field already shows what this heuristic typed (or password dots): it needs no filling.
+    fn shows_typed_text(&self, field: &UiElement) -> bool {
+        let text = field.text.trim();
+        let dots = !text.is_empty() && text.chars().all(|c| matches!(c, '•' | '*' | '●'));
+        dots || self.typed.iter().any(|typed| text.contains(typed.as_str()))
     }
 
     /// The action behind `key` on the current observation, to walk a known path.
@@ -218,16 +330,23 @@ impl Heuristic {
             .filter(|e| is_actionable(e))
             .find(|e| action_key(primary_action(e), &signature(e)) == key)?;
         let kind = primary_action(element);
-        let mut action = act_on(element, kind, "on the way to a screen with untried actions");
+        let mut action = act_on(
+            &observation.elements,
+            element,
+            kind,
+            "on the way to a screen with untried actions",
+        );
         if kind == ActionType::Input {
             action.input_text = Some(self.text_for(element));
         }
         Some(action)
     }
 
-    fn fill(&self, element: &UiElement) -> Action {
-        let mut action = act_on(element, ActionType::Input, "fill the field");
-        action.input_text = Some(self.text_for(element));
+    fn fill(&mut self, element: &UiElement) -> Action {
+        let mut action = act_on(&[], element, ActionType::Input, "fill the field");
+        let text = self.text_for(element);
+        self.typed.insert(text.clone());
+        action.input_text = Some(text);
         action
     }
 
@@ -243,12 +362,18 @@ impl Heuristic {
         let pick = |given: &Option<String>, fallback: &str| {
             given.clone().unwrap_or_else(|| fallback.to_string())
         };
-        if element.password || has(&["password", "passwd", "pwd", "pin"]) {
+        if has(&["cvc", "cvv", "security code"]) {
+            "123".into()
+        } else if element.password || has(&["password", "passwd", "pwd", "pin"]) {
             pick(&creds.password, "Droid-Test-1234")
         } else if has(&["mail"]) {
             pick(&creds.email, "droid.tester@example.com")
         } else if has(&["user", "login", "account"]) {
             pick(&creds.username, "droidtester")
+        } else if has(&["card"]) && !has(&["name", "holder"]) {
+            "4111111111111111".into()
+        } else if has(&["mm/yy", "expir", "exp_", "expiry"]) {
+            "12/30".into()
         } else if has(&["phone", "tel", "mobile"]) {
             "5551234567".into()
         } else if has(&["url", "website", "link"]) {
@@ -279,9 +404,9 @@ fn back(why: String) -> Choice {
 }
 
 /// An action on an element, carrying its `ref` and bounding box.
-pub fn act_on(element: &UiElement, kind: ActionType, why: &str) -> Action {
+pub fn act_on(elements: &[UiElement], element: &UiElement, kind: ActionType, why: &str) -> Action {
     let mut action = Action::new(kind);
-    let name = label(element);
+    let name = label_in(elements, element);
     let class = element.class_name.rsplit('.').next().unwrap_or("");
     action.action_desc = Some(if name.is_empty() {
         format!("{kind} {class}")

@@ -47,7 +47,7 @@ impl RandomDecider {
             0..=74 if !elements.is_empty() => {
                 let element = elements[self.rng.gen_range(0..elements.len())];
                 let kind = primary_action(element);
-                let mut action = act_on(element, kind, "random");
+                let mut action = act_on(&observation.elements, element, kind, "random");
                 if kind == ActionType::Input {
                     action.input_text = Some(WORDS[self.rng.gen_range(0..WORDS.len())].into());
                 }

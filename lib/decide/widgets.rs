@@ -39,6 +39,28 @@ pub fn label(element: &UiElement) -> &str {
         .unwrap_or("")
 }
 
+/// The element's own words, else those of its first labelled descendant (a list row whose text
+/// sits in a child `TextView`).
+pub fn label_in<'a>(elements: &'a [UiElement], element: &'a UiElement) -> &'a str {
+    let own = label(element);
+    if !own.is_empty() {
+        return own;
+    }
+    // Descendants follow their ancestor in document order, deeper than it.
+    let Some(at) = elements
+        .iter()
+        .position(|e| e.element_id == element.element_id)
+    else {
+        return own;
+    };
+    elements[at + 1..]
+        .iter()
+        .take_while(|e| e.depth > element.depth)
+        .map(label)
+        .find(|l| !l.is_empty())
+        .unwrap_or(own)
+}
+
 /// The widget signature the capture computed, or one from class, id, description and (for
 /// non-editable widgets) text when the producer left it empty.
 pub fn signature(element: &UiElement) -> String {
@@ -52,11 +74,12 @@ pub fn signature(element: &UiElement) -> String {
     )
 }
 
-/// A label or id that promises to end the session or destroy data.
-pub fn is_risky(element: &UiElement) -> bool {
+/// A label or id that promises to end the session or destroy data (`label` is the element's
+/// [`label_in`]).
+pub fn is_risky(element: &UiElement, label: &str) -> bool {
     let words = format!(
-        "{} {} {}",
-        element.text, element.content_desc, element.resource_id
+        "{} {} {} {}",
+        element.text, element.content_desc, element.resource_id, label
     )
     .to_lowercase()
     .replace(['_', '-'], " ");
@@ -120,10 +143,13 @@ mod tests {
 
     #[test]
     fn risky_labels_and_ids() {
-        assert!(is_risky(&element("Log out", "")));
-        assert!(is_risky(&element("", "com.app:id/sign_out")));
-        assert!(is_risky(&element("Delete note", "")));
-        assert!(!is_risky(&element("Settings", "com.app:id/settings")));
+        assert!(is_risky(&element("Log out", ""), ""));
+        assert!(is_risky(&element("", "com.app:id/sign_out"), ""));
+        assert!(is_risky(&element("", "com.app:id/row"), "Delete note"));
+        assert!(!is_risky(
+            &element("Settings", "com.app:id/settings"),
+            "Settings"
+        ));
     }
 
     #[test]
