@@ -21,6 +21,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("sim_server", sim_server),
     ("capture", capture),
     ("store", store),
+    ("decide", decide),
 ];
 
 fn main() {
@@ -455,5 +456,92 @@ fn store() {
         "exploration journal (last {JOURNAL_STEPS} steps of 10 000): median {:.1} µs, fastest {:.1} µs",
         micros(journal),
         micros(fastest)
+    );
+}
+
+/// A synthetic app of 500 screens (8 buttons each, every button leading to another screen) for
+/// the heuristic: screen `i`'s observation.
+fn synthetic_app_screen(i: usize) -> droid::events::Observation {
+    use droid::ui::{Bounds, UiElement};
+    let elements = (0..8u32)
+        .map(|k| UiElement {
+            element_id: k,
+            ref_id: Some(k + 1),
+            text: format!("Item {k} of {i}"),
+            class_name: "android.widget.Button".into(),
+            signature: format!("s{i}b{k}"),
+            clickable: true,
+            enabled: true,
+            visible: true,
+            bounds: Bounds::from([0, 200 * k as i32, 1080, 200 * k as i32 + 180]),
+            ..UiElement::default()
+        })
+        .collect();
+    droid::events::Observation {
+        package: Some("com.bench".into()),
+        activity: Some(format!("com.bench.A{}", i % 20)),
+        hash: Some(droid::events::ScreenHash {
+            phash: Some(format!(
+                "{:016x}",
+                (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            )),
+            ..Default::default()
+        }),
+        elements,
+        ..Default::default()
+    }
+}
+
+/// Heuristic decision time per step while it explores a 500-screen app to exhaustion: early
+/// steps find untried actions on the screen, late ones walk the graph (breadth-first search).
+fn decide() {
+    use droid::decide::heuristic::Heuristic;
+    const SCREENS: usize = 500;
+    let screens: Vec<_> = (0..SCREENS).map(synthetic_app_screen).collect();
+    let mut heuristic = Heuristic::new(1, droid::decide::Credentials::default());
+    heuristic.set_package(Some("com.bench".into()), Vec::new());
+    let mut stack = vec![0usize];
+    let mut times = Vec::new();
+    for _ in 0..12_000 {
+        let at = *stack.last().unwrap_or(&0);
+        let start = Instant::now();
+        let choice = heuristic.decide(black_box(&screens[at]));
+        times.push(start.elapsed());
+        let action = &choice.actions[0];
+        match action.ref_id {
+            Some(k) => stack.push((at * 31 + k as usize * 17 + 1) % SCREENS),
+            None if stack.len() > 1 => {
+                stack.pop();
+            }
+            None => stack = vec![0],
+        }
+    }
+    let known = heuristic.graph().screen_count();
+    let third = times.len() / 3;
+    let median_of = |slice: &[Duration]| {
+        let mut sorted = slice.to_vec();
+        sorted.sort_unstable();
+        sorted[sorted.len() / 2]
+    };
+    println!("| steps | median µs | p99 µs |");
+    println!("|---|---:|---:|");
+    for (label, slice) in [
+        ("first third", &times[..third]),
+        ("middle third", &times[third..2 * third]),
+        ("last third", &times[2 * third..]),
+        ("all", &times[..]),
+    ] {
+        let mut sorted = slice.to_vec();
+        sorted.sort_unstable();
+        let p99 = sorted[sorted.len() * 99 / 100];
+        println!(
+            "| {label} | {:.1} | {:.1} |",
+            micros(median_of(slice)),
+            micros(p99)
+        );
+    }
+    println!(
+        "\n{} steps, {known} of {SCREENS} screens known at the end (target: median <= 2000 µs per step)",
+        times.len()
     );
 }

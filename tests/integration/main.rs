@@ -5,6 +5,8 @@ mod adb;
 mod capture;
 mod capture_device;
 mod common;
+mod decide_heuristic;
+mod decide_providers;
 mod device;
 mod events;
 mod hash;

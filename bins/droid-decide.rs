@@ -1,0 +1,203 @@
+//! droid-decide: one decision per observation, from the heuristic, random, or an LLM.
+
+use std::io::{self, BufReader, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use droid::decide::prompt::PromptSettings;
+use droid::decide::provider::{ProviderConfig, ProviderKind, RetryPolicy, Secret};
+use droid::decide::{self, Config, Credentials, Decider};
+
+#[derive(Parser)]
+#[command(
+    name = "droid-decide",
+    version,
+    args_override_self = true,
+    about = "Decide the next actions for each observation"
+)]
+#[command(
+    long_about = "Reads events on stdin, writes them through unchanged, and after each \
+observation writes one decision (1 to 12 actions). The heuristic (default) explores by coverage \
+and needs no key; random is a seeded Monkey-like baseline; the providers ask an LLM and fall back \
+to the heuristic when the model fails. Keys come from --api-key or GEMINI_API_KEY, \
+OPENROUTER_API_KEY, OPENAI_API_KEY; endpoints from --base-url, OLLAMA_BASE_URL, OPENAI_BASE_URL."
+)]
+#[command(after_help = "Examples:
+  droid-capture | droid-hash | droid-decide | droid-act
+  droid-decide --decider gemini --model gemini-2.5-flash < observations.jsonl
+  droid-decide --decider ollama --model qwen2.5vl --text-only
+  droid-decide --decider openai --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-VL-7B
+  droid-decide models --provider openrouter")]
+struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Who decides.
+    #[arg(long, value_enum, default_value = "heuristic", env = "DROID_DECIDER")]
+    decider: DeciderArg,
+    /// Model name (provider deciders); each provider has a default.
+    #[arg(long, global = true, env = "DROID_MODEL")]
+    model: Option<String>,
+    /// Provider endpoint (proxies, self-hosted servers, tests).
+    #[arg(long, global = true)]
+    base_url: Option<String>,
+    /// API key; prefer the provider's environment variable (a flag shows in `ps`).
+    #[arg(long, global = true, hide_env_values = true)]
+    api_key: Option<String>,
+    /// Replace the default system prompt with this file's text.
+    #[arg(long)]
+    system_prompt: Option<PathBuf>,
+    /// Send the pruned UI tree with refs instead of the screenshot.
+    #[arg(long)]
+    text_only: bool,
+    /// Seed of the heuristic's tie-breaks and of random.
+    #[arg(long, default_value_t = 0, env = "DROID_SEED")]
+    seed: u64,
+    /// The app under test (default: the run_started event's package).
+    #[arg(long, env = "DROID_PACKAGE")]
+    package: Option<String>,
+    /// Another package the exploration may enter (repeatable).
+    #[arg(long = "allow-package")]
+    allow_packages: Vec<String>,
+    /// Test e-mail for sign-in forms.
+    #[arg(long, env = "DROID_TEST_EMAIL")]
+    test_email: Option<String>,
+    /// Test user name for sign-in forms.
+    #[arg(long, env = "DROID_TEST_USERNAME")]
+    test_username: Option<String>,
+    /// Test password for sign-in forms (never sent to a model).
+    #[arg(long, env = "DROID_TEST_PASSWORD", hide_env_values = true)]
+    test_password: Option<String>,
+    /// Seconds before one model request times out.
+    #[arg(long, global = true, default_value_t = 60.0)]
+    timeout: f64,
+    /// First retry delay in milliseconds (doubled per retry unless the server says otherwise).
+    #[arg(long, global = true, default_value_t = 1000)]
+    retry_base_ms: u64,
+    /// Longest retry sleep in milliseconds.
+    #[arg(long, global = true, default_value_t = 60_000)]
+    retry_max_ms: u64,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the provider's models usable in vision mode.
+    Models {
+        #[arg(long, value_enum)]
+        provider: DeciderArg,
+        /// Also list text-only models and models of unknown capability.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DeciderArg {
+    Heuristic,
+    Random,
+    Gemini,
+    Openrouter,
+    Ollama,
+    Openai,
+}
+
+fn provider_config(args: &Args, name: &str) -> anyhow::Result<ProviderConfig> {
+    let kind = ProviderKind::parse(name).with_context(|| format!("{name} is not a provider"))?;
+    let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+    let (key_var, url_var) = match kind {
+        ProviderKind::Gemini => (Some("GEMINI_API_KEY"), None),
+        ProviderKind::OpenRouter => (Some("OPENROUTER_API_KEY"), None),
+        ProviderKind::Ollama => (Some("OLLAMA_API_KEY"), Some("OLLAMA_BASE_URL")),
+        ProviderKind::OpenAi => (Some("OPENAI_API_KEY"), Some("OPENAI_BASE_URL")),
+    };
+    let mut config = ProviderConfig::new(kind);
+    config.model = args.model.clone().unwrap_or(config.model);
+    config.base_url = args.base_url.clone().or_else(|| url_var.and_then(env));
+    config.api_key = args
+        .api_key
+        .clone()
+        .or_else(|| key_var.and_then(env))
+        .map(Secret::new);
+    config.timeout = Duration::try_from_secs_f64(args.timeout).context("--timeout")?;
+    config.retry = RetryPolicy {
+        base_delay: Duration::from_millis(args.retry_base_ms),
+        max_delay: Duration::from_millis(args.retry_max_ms),
+        ..RetryPolicy::default()
+    };
+    Ok(config)
+}
+
+fn name(decider: DeciderArg) -> String {
+    decider
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
+}
+
+fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(Command::Models { provider, all }) = args.command {
+        let models = decide::list_models(provider_config(&args, &name(provider))?)?;
+        let mut out = io::stdout().lock();
+        for model in models.iter().filter(|m| all || m.vision == Some(true)) {
+            let line = match all {
+                false => model.name.clone(),
+                true => {
+                    let label = model
+                        .vision
+                        .map_or("unknown", |v| if v { "vision" } else { "text" });
+                    format!("{}\t{label}", model.name)
+                }
+            };
+            match writeln!(out, "{line}") {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break,
+                other => other.context("writing the model list")?,
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let decider = match args.decider {
+        DeciderArg::Heuristic => Decider::Heuristic,
+        DeciderArg::Random => Decider::Random,
+        other => Decider::Model(provider_config(&args, &name(other))?),
+    };
+    let system_prompt = match &args.system_prompt {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --system-prompt {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let config = Config {
+        decider,
+        seed: args.seed,
+        prompt: PromptSettings {
+            system_prompt,
+            text_only: args.text_only,
+            package: args.package,
+            allowed_packages: args.allow_packages,
+            credentials: Credentials {
+                email: args.test_email,
+                username: args.test_username,
+                password: args.test_password,
+            },
+        },
+    };
+    let input = BufReader::new(io::stdin().lock());
+    let outcome = decide::run(config, input, io::stdout().lock(), io::stderr())?;
+    Ok(if outcome.bad_lines > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("droid-decide: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

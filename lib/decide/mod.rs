@@ -1,0 +1,425 @@
+//! The decide stage: one `decision` per `observation`, every other line passed through unchanged.
+//!
+//! Deciders: [`heuristic`] (coverage-guided, the default), [`random`] (a seeded Monkey-like
+//! baseline) and LLM providers behind [`provider::ModelAdapter`] (Gemini, OpenRouter, Ollama,
+//! OpenAI-compatible servers), prompted by [`prompt`] and read back by [`response`]. The
+//! heuristic's graph is kept for every decider: it learns from each observation and from the
+//! `result` lines that pass through (when a long-running decide sits in a loop), and it decides
+//! when a model fails or answers nonsense.
+
+pub mod graph;
+pub mod heuristic;
+pub mod prompt;
+pub mod provider;
+pub mod random;
+pub mod response;
+pub mod widgets;
+
+use std::io::{self, BufRead, Write};
+
+use serde_json::{json, Value};
+
+use crate::events::{
+    now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
+    ReadError,
+};
+use heuristic::{Choice, Heuristic};
+use prompt::{Context, JournalEntry, PromptSettings};
+use provider::{ModelAdapter, ProviderConfig, ProviderError};
+use random::RandomDecider;
+
+/// Test credentials for sign-in and sign-up forms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Credentials {
+    pub email: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+/// Which decider picks the actions.
+#[derive(Debug, Clone)]
+pub enum Decider {
+    Heuristic,
+    Random,
+    Model(ProviderConfig),
+}
+
+impl Decider {
+    /// The name written into `decision.decider`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Decider::Heuristic => "heuristic",
+            Decider::Random => "random",
+            Decider::Model(config) => config.kind.as_str(),
+        }
+    }
+}
+
+/// What the stage does.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub decider: Decider,
+    /// Seeds the heuristic's tie-breaks and the random decider.
+    pub seed: u64,
+    /// Prompt settings; `package`, `allowed_packages` and `credentials` serve the heuristic too.
+    pub prompt: PromptSettings,
+}
+
+/// How a run of the stage went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub decisions: u64,
+    /// Input lines that were not valid events (each reported as `line N: reason`).
+    pub bad_lines: u64,
+    /// The reader of our output went away (a normal end).
+    pub output_closed: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The model cannot be used at all (a rejected key, a missing model): the stage stops.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error("reading events: {0}")]
+    Read(#[source] io::Error),
+    #[error("writing events: {0}")]
+    Write(#[source] io::Error),
+}
+
+/// Lists a provider's models (`droid-decide models --provider P`).
+pub fn list_models(config: ProviderConfig) -> Result<Vec<provider::ModelInfo>, ProviderError> {
+    provider::connect(config)?.list_models()
+}
+
+/// Runs the stage over event lines. Human messages (bad input lines, model failures) go to
+/// `messages`; they are also in the output as `note` events where they concern the run.
+pub fn run(
+    config: Config,
+    input: impl BufRead,
+    output: impl Write,
+    mut messages: impl Write,
+) -> Result<Outcome, Error> {
+    let mut stage = Stage::new(config)?;
+    let mut writer = EventWriter::new(output);
+    let mut outcome = Outcome::default();
+    for line in EventReader::new(input) {
+        let line = match line {
+            Ok(line) => line,
+            Err(ReadError::Line { line, reason }) => {
+                outcome.bad_lines += 1;
+                let _ = writeln!(messages, "droid-decide: line {line}: {reason}");
+                continue;
+            }
+            Err(ReadError::Io(e)) => return Err(Error::Read(e)),
+        };
+        let written = match writer.write_raw(&line.raw) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                outcome.output_closed = true;
+                return Ok(outcome);
+            }
+            other => other.map_err(Error::Write),
+        };
+        written?;
+        let produced = match line.event {
+            Some(Event::Observation(observation)) => {
+                outcome.decisions += 1;
+                stage.decide(&observation, &mut messages)?
+            }
+            Some(event) => {
+                stage.learn(&event);
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        for event in produced {
+            match writer.write(&event) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                    outcome.output_closed = true;
+                    return Ok(outcome);
+                }
+                other => other.map_err(Error::Write)?,
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// The stage's memory between lines.
+struct Stage {
+    name: &'static str,
+    heuristic: Heuristic,
+    random: Option<RandomDecider>,
+    model: Option<Box<dyn ModelAdapter>>,
+    settings: PromptSettings,
+    run_id: Option<String>,
+    journal: Vec<JournalEntry>,
+    stuck_reason: Option<String>,
+    /// The previous answer was invalid: ask for one action.
+    single_action: bool,
+    /// The last decision written and the observation it was for (results refer to them).
+    last: Option<(Decision, Observation)>,
+}
+
+impl Stage {
+    fn new(config: Config) -> Result<Stage, Error> {
+        let mut heuristic = Heuristic::new(config.seed, config.prompt.credentials.clone());
+        heuristic.set_package(
+            config.prompt.package.clone(),
+            config.prompt.allowed_packages.clone(),
+        );
+        let name = config.decider.name();
+        let (random, model) = match config.decider {
+            Decider::Heuristic => (None, None),
+            Decider::Random => (Some(RandomDecider::new(config.seed)), None),
+            Decider::Model(provider) => (None, Some(provider::connect(provider)?)),
+        };
+        Ok(Stage {
+            name,
+            heuristic,
+            random,
+            model,
+            settings: config.prompt,
+            run_id: None,
+            journal: Vec::new(),
+            stuck_reason: None,
+            single_action: false,
+            last: None,
+        })
+    }
+
+    /// Learns from a passing line: the run's package, stuck notes, executed actions.
+    fn learn(&mut self, event: &Event) {
+        match event {
+            Event::RunStarted(started) => {
+                self.run_id = Some(started.run_id.clone());
+                if self.settings.package.is_none() {
+                    self.settings.package = started.package.clone();
+                    self.heuristic.set_package(
+                        started.package.clone(),
+                        self.settings.allowed_packages.clone(),
+                    );
+                }
+            }
+            Event::Note(note) if note.kind == "stuck" => {
+                self.stuck_reason = Some(note.message.clone().unwrap_or_else(|| "stuck".into()));
+            }
+            Event::Result(result) => self.learn_result(result),
+            _ => {}
+        }
+    }
+
+    fn learn_result(&mut self, result: &ActionResult) {
+        let Some((decision, _)) = &self.last else {
+            return;
+        };
+        let index = usize::try_from(result.index).unwrap_or(usize::MAX);
+        let Some(action) = decision.actions.get(index) else {
+            return;
+        };
+        let what = action
+            .action_desc
+            .clone()
+            .unwrap_or_else(|| result.action_type.clone());
+        let outcome = match (result.success, result.navigated_away) {
+            (true, true) => "done, the screen changed".to_string(),
+            (true, false) => "done".to_string(),
+            (false, _) => format!(
+                "failed: {}",
+                result.error_message.as_deref().unwrap_or("unknown error")
+            ),
+        };
+        self.journal.push(JournalEntry {
+            step: result.step.or(decision.step),
+            action: what,
+            outcome,
+        });
+        let excess = self.journal.len().saturating_sub(prompt::JOURNAL_STEPS);
+        self.journal.drain(..excess);
+    }
+
+    fn decide(
+        &mut self,
+        observation: &Observation,
+        messages: &mut impl Write,
+    ) -> Result<Vec<Event>, Error> {
+        let mut events = Vec::new();
+        if let Some(reason) = stuck_in(observation) {
+            self.stuck_reason = Some(reason);
+        }
+        let random = self
+            .random
+            .as_mut()
+            .map(|random| random.decide(observation));
+        let mut decision = if let Some(action) = random {
+            self.decision(observation, vec![action])
+        } else {
+            self.heuristic.observe(observation);
+            match self.model.is_some() {
+                true => self.ask_model(observation, &mut events, messages)?,
+                false => self.heuristic_decision(observation, &mut events),
+            }
+        };
+        decision.decider = Some(self.name.to_string());
+        self.stuck_reason = None;
+        events.push(Event::Decision(decision.clone()));
+        self.last = Some((decision, observation.clone()));
+        Ok(events)
+    }
+
+    fn heuristic_decision(
+        &mut self,
+        observation: &Observation,
+        events: &mut Vec<Event>,
+    ) -> Decision {
+        let Choice {
+            actions,
+            relaunch,
+            note,
+        } = self.heuristic.next(observation);
+        let mut decision = self.decision(observation, actions);
+        if let Some(package) = relaunch {
+            decision
+                .extra
+                .insert("relaunch".into(), Value::from(package.clone()));
+            events.push(self.note(
+                observation,
+                "relaunch",
+                note,
+                Some(json!({"package": package})),
+            ));
+        } else if let Some(message) = note {
+            events.push(self.note(observation, "state", Some(message), None));
+        }
+        decision
+    }
+
+    fn ask_model(
+        &mut self,
+        observation: &Observation,
+        events: &mut Vec<Event>,
+        messages: &mut impl Write,
+    ) -> Result<Decision, Error> {
+        let context = Context {
+            journal: &self.journal,
+            stuck_reason: self.stuck_reason.as_deref(),
+            single_action: self.single_action,
+        };
+        let built = prompt::build(observation, &context, &self.settings);
+        if let Some(reason) = &built.fallback {
+            events.push(self.note(
+                observation,
+                "warning",
+                Some(format!(
+                    "no screenshot for vision mode ({reason}); sent the UI tree"
+                )),
+                None,
+            ));
+        }
+        let Some(model) = self.model.as_mut() else {
+            return Ok(self.heuristic_decision(observation, events));
+        };
+        let reply = model.generate(&built.prompt);
+        let mut meta = reply.meta;
+        let generation = match reply.result {
+            Ok(generation) => generation,
+            Err(error) if error.is_fatal() => return Err(Error::Provider(error)),
+            Err(error) => {
+                let message = format!("{error}; the heuristic decided this step");
+                let _ = writeln!(messages, "droid-decide: {message}");
+                meta.error = Some(error.to_string());
+                events.push(self.note(observation, "warning", Some(message), None));
+                return Ok(self.fallback(observation, meta, events));
+            }
+        };
+        meta.model = Some(generation.model.clone());
+        meta.tokens_in = generation.tokens_in;
+        meta.tokens_out = generation.tokens_out;
+        meta.response = Some(generation.text.clone());
+        let password = self.settings.credentials.password.as_deref();
+        match response::parse(&generation.text, observation, built.scale, password) {
+            Ok(parsed) => {
+                self.single_action = false;
+                if !parsed.warnings.is_empty() {
+                    let message =
+                        format!("dropped from the answer: {}", parsed.warnings.join("; "));
+                    events.push(self.note(observation, "warning", Some(message), None));
+                }
+                for action in &parsed.actions {
+                    self.heuristic.learn_action(observation, action);
+                }
+                let mut decision = self.decision(observation, parsed.actions);
+                decision.signup_completed = parsed.signup_completed;
+                decision.done = parsed.done;
+                decision.ai = Some(meta);
+                Ok(decision)
+            }
+            Err(invalid) => {
+                self.single_action = true;
+                meta.error = Some(invalid.to_string());
+                events.push(self.note(
+                    observation,
+                    "invalid_response",
+                    Some(format!("{invalid}; the heuristic decided this step")),
+                    Some(json!({"response": generation.text})),
+                ));
+                Ok(self.fallback(observation, meta, events))
+            }
+        }
+    }
+
+    /// The heuristic's decision, carrying the failed model call's metadata.
+    fn fallback(
+        &mut self,
+        observation: &Observation,
+        meta: AiMeta,
+        events: &mut Vec<Event>,
+    ) -> Decision {
+        let mut decision = self.heuristic_decision(observation, events);
+        decision.ai = Some(meta);
+        decision
+    }
+
+    fn decision(&self, observation: &Observation, actions: Vec<crate::events::Action>) -> Decision {
+        Decision {
+            run_id: observation.run_id.clone().or_else(|| self.run_id.clone()),
+            step: observation.step,
+            ts: Some(now_ts()),
+            decider: None,
+            actions,
+            signup_completed: false,
+            done: false,
+            ai: None,
+            extra: Default::default(),
+        }
+    }
+
+    fn note(
+        &self,
+        observation: &Observation,
+        kind: &str,
+        message: Option<String>,
+        data: Option<Value>,
+    ) -> Event {
+        Event::Note(Note {
+            run_id: observation.run_id.clone().or_else(|| self.run_id.clone()),
+            step: observation.step,
+            ts: Some(now_ts()),
+            kind: kind.to_string(),
+            message,
+            data,
+            extra: Default::default(),
+        })
+    }
+}
+
+/// A stuck flag an upstream stage put on the observation (`is_stuck`, `stuck_reason`).
+fn stuck_in(observation: &Observation) -> Option<String> {
+    let flagged = observation.extra.get("is_stuck").and_then(Value::as_bool) == Some(true);
+    let reason = observation
+        .extra
+        .get("stuck_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    flagged.then(|| reason.unwrap_or_else(|| "stuck".into()))
+}

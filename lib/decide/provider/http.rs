@@ -1,0 +1,369 @@
+//! The one HTTP loop every adapter shares: send, classify, retry, record.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::{error_message, ProviderConfig, ProviderError, ProviderKind};
+use crate::events::{AiAttempt, AiMeta};
+
+/// How often and how long to retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Extra attempts after a timeout, a dropped connection or a 5xx.
+    pub server_retries: u32,
+    /// Extra attempts after a 429.
+    pub rate_limit_retries: u32,
+    /// First backoff; doubled on each retry when the server gives no hint.
+    pub base_delay: Duration,
+    /// No sleep is longer than this, whatever the server asks.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            server_retries: 2,
+            rate_limit_retries: 3,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One HTTP answer, body decoded when it is JSON.
+pub struct Answer {
+    pub status: u16,
+    /// The body as JSON, or `Value::Null` when it is not JSON.
+    pub body: Value,
+    /// The body as text (for messages when it is not JSON).
+    pub text: String,
+    retry_after: Option<Duration>,
+    rate_limit_reset: Option<Duration>,
+}
+
+/// What a provider makes of an answer.
+pub enum Verdict<T> {
+    Done(T),
+    /// Worth asking again (5xx, an error in a 200 that says it is transient).
+    Retry {
+        message: String,
+    },
+    /// Rate limited; the wait comes from the answer's hints or the exponential backoff.
+    RateLimited {
+        message: String,
+    },
+    Fail(ProviderError),
+}
+
+/// A request to send: GET when `body` is `None`, POST with JSON otherwise.
+pub struct Request<'a> {
+    pub url: String,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Option<&'a Value>,
+}
+
+pub struct Client {
+    agent: ureq::Agent,
+    retry: RetryPolicy,
+    provider: ProviderKind,
+}
+
+impl Client {
+    pub fn new(config: &ProviderConfig) -> Client {
+        Client {
+            agent: ureq::AgentBuilder::new().timeout(config.timeout).build(),
+            retry: config.retry,
+            provider: config.kind,
+        }
+    }
+
+    /// Sends `request` until `read` says done or fails, or the retries run out. Every attempt is
+    /// appended to `meta.attempts`; `meta.retries` and `meta.latency_ms` are updated.
+    pub fn call<T>(
+        &self,
+        request: &Request<'_>,
+        meta: &mut AiMeta,
+        read: impl Fn(&Answer) -> Verdict<T>,
+    ) -> Result<T, ProviderError> {
+        let mut server_failures = 0;
+        let mut rate_limits = 0;
+        loop {
+            let started = Instant::now();
+            let sent = self.send(request);
+            let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            meta.latency_ms = meta.latency_ms.saturating_add(latency_ms);
+            let mut attempt = AiAttempt {
+                latency_ms,
+                ..AiAttempt::default()
+            };
+            let (verdict, hint) = match sent {
+                Ok(answer) => {
+                    attempt.http_status = Some(answer.status);
+                    let verdict = match classify(self.provider, &answer) {
+                        Some(verdict) => verdict,
+                        None => read(&answer),
+                    };
+                    (verdict, rate_limit_hint(&answer))
+                }
+                Err(message) => (Verdict::Retry { message }, None),
+            };
+            let delay = match verdict {
+                Verdict::Done(value) => {
+                    meta.attempts.push(attempt);
+                    return Ok(value);
+                }
+                Verdict::Fail(error) => {
+                    attempt.error = Some(error.to_string());
+                    meta.attempts.push(attempt);
+                    return Err(error);
+                }
+                Verdict::Retry { message } => {
+                    attempt.error = Some(message.clone());
+                    meta.attempts.push(attempt.clone());
+                    if server_failures >= self.retry.server_retries {
+                        return Err(match attempt.http_status {
+                            Some(status) => ProviderError::Http {
+                                provider: self.provider,
+                                status,
+                                message,
+                            },
+                            None => ProviderError::Transport {
+                                provider: self.provider,
+                                url: request.url.clone(),
+                                message,
+                            },
+                        });
+                    }
+                    server_failures += 1;
+                    self.backoff(server_failures, None)
+                }
+                Verdict::RateLimited { message } => {
+                    attempt.error = Some(message.clone());
+                    meta.attempts.push(attempt);
+                    if rate_limits >= self.retry.rate_limit_retries || is_daily_quota(&message) {
+                        return Err(ProviderError::RateLimited {
+                            provider: self.provider,
+                            attempts: rate_limits + 1,
+                            message,
+                        });
+                    }
+                    rate_limits += 1;
+                    self.backoff(rate_limits, hint)
+                }
+            };
+            meta.retries += 1;
+            std::thread::sleep(delay);
+        }
+    }
+
+    /// Exponential from the base delay, or the server's hint, never above the cap.
+    fn backoff(&self, retry: u32, hint: Option<Duration>) -> Duration {
+        let exponential = self
+            .retry
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)));
+        hint.unwrap_or(exponential).min(self.retry.max_delay)
+    }
+
+    fn send(&self, request: &Request<'_>) -> Result<Answer, String> {
+        let method = if request.body.is_some() {
+            "POST"
+        } else {
+            "GET"
+        };
+        let mut call = self.agent.request(method, &request.url);
+        for (name, value) in &request.headers {
+            call = call.set(name, value);
+        }
+        let response = match request.body {
+            Some(body) => call.send_json(body),
+            None => call.call(),
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(ureq::Error::Status(_, response)) => response,
+            Err(ureq::Error::Transport(transport)) => return Err(transport.to_string()),
+        };
+        let status = response.status();
+        let retry_after = response
+            .header("retry-after")
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .and_then(seconds);
+        let rate_limit_reset = response
+            .header("x-ratelimit-reset")
+            .and_then(until_epoch_millis);
+        let text = response.into_string().map_err(|e| e.to_string())?;
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Answer {
+            status,
+            body,
+            text,
+            retry_after,
+            rate_limit_reset,
+        })
+    }
+}
+
+/// The verdict every provider shares for a non-2xx status; `None` for 2xx (the provider reads
+/// those) and for statuses a provider must look at itself (Gemini's 400 with `API_KEY_INVALID`).
+fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
+    let message = || answer_message(answer);
+    match answer.status {
+        200..=299 => None,
+        400 if key_invalid_in_body(&answer.body) => {
+            Some(Verdict::Fail(ProviderError::InvalidKey {
+                provider,
+                status: answer.status,
+                message: message(),
+            }))
+        }
+        401 | 403 => Some(Verdict::Fail(ProviderError::InvalidKey {
+            provider,
+            status: answer.status,
+            message: message(),
+        })),
+        429 => Some(Verdict::RateLimited { message: message() }),
+        500..=599 => Some(Verdict::Retry { message: message() }),
+        status => Some(Verdict::Fail(ProviderError::Http {
+            provider,
+            status,
+            message: message(),
+        })),
+    }
+}
+
+/// Gemini's bad key: HTTP 400 with `details[].reason == "API_KEY_INVALID"`.
+fn key_invalid_in_body(body: &Value) -> bool {
+    body.pointer("/error/details")
+        .and_then(Value::as_array)
+        .is_some_and(|details| {
+            details
+                .iter()
+                .any(|d| d.get("reason").and_then(Value::as_str) == Some("API_KEY_INVALID"))
+        })
+}
+
+/// The error text of an answer, short enough for a log line.
+pub fn answer_message(answer: &Answer) -> String {
+    let text = error_message(&answer.body).unwrap_or_else(|| answer.text.trim().to_string());
+    let text: String = text.chars().take(500).collect();
+    if text.is_empty() {
+        format!("HTTP {}", answer.status)
+    } else {
+        text
+    }
+}
+
+/// How long the server asked to wait: `Retry-After`, OpenRouter's `X-RateLimit-Reset` (epoch
+/// milliseconds, as a header or mirrored in `error.metadata.headers`), OpenRouter's
+/// `availability.retry_after`, Gemini's `RetryInfo.retryDelay` ("15s", "0.5s").
+fn rate_limit_hint(answer: &Answer) -> Option<Duration> {
+    let body = &answer.body;
+    let gemini = body
+        .pointer("/error/details")
+        .and_then(Value::as_array)
+        .and_then(|details| {
+            details
+                .iter()
+                .find_map(|d| d.get("retryDelay").and_then(Value::as_str))
+        })
+        .and_then(|delay| delay.trim().strip_suffix('s')?.parse::<f64>().ok())
+        .and_then(seconds);
+    let mirrored_reset = body
+        .pointer("/error/metadata/headers/X-RateLimit-Reset")
+        .and_then(Value::as_str)
+        .and_then(until_epoch_millis);
+    let availability = body
+        .pointer("/error/availability/retry_after")
+        .and_then(Value::as_f64)
+        .and_then(seconds);
+    answer
+        .retry_after
+        .or(gemini)
+        .or(availability)
+        .or(answer.rate_limit_reset)
+        .or(mirrored_reset)
+}
+
+fn seconds(value: f64) -> Option<Duration> {
+    (value.is_finite() && value >= 0.0).then(|| Duration::from_secs_f64(value.min(86_400.0)))
+}
+
+/// Time from now until an epoch-milliseconds instant; `None` when it has passed.
+fn until_epoch_millis(text: &str) -> Option<Duration> {
+    let reset = text.trim().parse::<u64>().ok()?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+    Duration::from_millis(reset).checked_sub(now)
+}
+
+/// OpenRouter's daily cap ("free-models-per-day"): waiting seconds will not help.
+fn is_daily_quota(message: &str) -> bool {
+    message.contains("per-day")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            body: serde_json::from_str(body).unwrap_or(Value::Null),
+            text: body.to_string(),
+            retry_after: None,
+            rate_limit_reset: None,
+        }
+    }
+
+    #[test]
+    fn gemini_retry_delay_is_a_duration_string() {
+        let body =
+            r#"{"error":{"code":429,"details":[{"@type":"x.RetryInfo","retryDelay":"0.5s"}]}}"#;
+        assert_eq!(
+            rate_limit_hint(&answer(429, body)),
+            Some(Duration::from_millis(500))
+        );
+    }
+
+    #[test]
+    fn openrouter_reset_in_the_past_gives_no_hint() {
+        let body = r#"{"error":{"code":429,"metadata":{"headers":{"X-RateLimit-Reset":"1000"}}}}"#;
+        assert_eq!(rate_limit_hint(&answer(429, body)), None);
+        let future =
+            SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_secs(30);
+        let body = format!(
+            r#"{{"error":{{"metadata":{{"headers":{{"X-RateLimit-Reset":"{}"}}}}}}}}"#,
+            future.as_millis()
+        );
+        let hint = rate_limit_hint(&answer(429, &body)).unwrap();
+        assert!(hint > Duration::from_secs(25) && hint <= Duration::from_secs(30));
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        let kind = ProviderKind::Gemini;
+        let verdict = |status, body| classify::<()>(kind, &answer(status, body));
+        assert!(matches!(
+            verdict(
+                400,
+                r#"{"error":{"details":[{"reason":"API_KEY_INVALID"}]}}"#
+            ),
+            Some(Verdict::Fail(ProviderError::InvalidKey { status: 400, .. }))
+        ));
+        assert!(matches!(
+            verdict(400, r#"{"error":{"message":"bad schema"}}"#),
+            Some(Verdict::Fail(ProviderError::Http { status: 400, .. }))
+        ));
+        assert!(matches!(
+            verdict(401, "{}"),
+            Some(Verdict::Fail(ProviderError::InvalidKey { .. }))
+        ));
+        assert!(matches!(
+            verdict(429, "{}"),
+            Some(Verdict::RateLimited { .. })
+        ));
+        assert!(matches!(verdict(503, "busy"), Some(Verdict::Retry { .. })));
+        assert!(verdict(200, "{}").is_none());
+    }
+}

@@ -1,0 +1,817 @@
+//! droid-decide against real HTTP servers on 127.0.0.1 replaying the provider fixture bodies.
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::{droid, fixtures};
+
+const KEY: &str = "sk-test-7f3a9c-DO-NOT-LEAK";
+
+/// A fixture body as the server sent it: `_`-prefixed provenance keys removed, nothing else.
+fn fixture(path: &str) -> Value {
+    let text = std::fs::read_to_string(fixtures().join("providers").join(path)).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    if let Value::Object(object) = &mut value {
+        object.retain(|key, _| !key.starts_with('_'));
+    }
+    value
+}
+
+/// One answer of the fake server.
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    body: String,
+    headers: Vec<(String, String)>,
+    delay: Duration,
+}
+
+fn reply(status: u16, body: &Value) -> Reply {
+    Reply {
+        status,
+        body: body.to_string(),
+        headers: Vec::new(),
+        delay: Duration::ZERO,
+    }
+}
+
+/// A request the fake server received.
+#[derive(Debug, Clone)]
+struct Seen {
+    url: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+type Handler = Box<dyn Fn(&Seen, usize) -> Reply + Send + Sync>;
+
+/// A real HTTP server on 127.0.0.1 answering with `handler(request, index of the request)`.
+struct Server {
+    base: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    fn start(handler: impl Fn(&Seen, usize) -> Reply + Send + Sync + 'static) -> Server {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = server.server_addr().to_ip().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let handler: Arc<Handler> = Arc::new(Box::new(handler));
+        thread::spawn(move || {
+            for mut request in server.incoming_requests() {
+                let mut text = String::new();
+                let _ = request.as_reader().read_to_string(&mut text);
+                let request_seen = Seen {
+                    url: request.url().to_string(),
+                    headers: request
+                        .headers()
+                        .iter()
+                        .map(|h| (h.field.to_string(), h.value.to_string()))
+                        .collect(),
+                    body: serde_json::from_str(&text).unwrap_or(Value::Null),
+                };
+                let index = {
+                    let mut log = log.lock().unwrap();
+                    log.push(request_seen.clone());
+                    log.len() - 1
+                };
+                let handler = Arc::clone(&handler);
+                // One thread per request, so a slow answer does not hold up the next request.
+                thread::spawn(move || {
+                    let answer = handler(&request_seen, index);
+                    thread::sleep(answer.delay);
+                    let mut response = tiny_http::Response::from_string(answer.body)
+                        .with_status_code(answer.status)
+                        .with_header(
+                            tiny_http::Header::from_bytes("Content-Type", "application/json")
+                                .unwrap(),
+                        );
+                    for (name, value) in answer.headers {
+                        response.add_header(
+                            tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
+                                .unwrap(),
+                        );
+                    }
+                    let _ = request.respond(response);
+                });
+            }
+        });
+        Server {
+            base: format!("http://127.0.0.1:{port}"),
+            seen,
+        }
+    }
+
+    fn requests(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// An observation with a Login button and a 1080x2400 screenshot (sent downscaled to 576x1280).
+fn observation(dir: &std::path::Path) -> String {
+    let shot = dir.join("step_001.png");
+    image::RgbImage::from_pixel(1080, 2400, image::Rgb([200, 30, 30]))
+        .save(&shot)
+        .unwrap();
+    json!({
+        "type": "observation", "v": 1, "run_id": "r1", "step": 1,
+        "package": "com.example.shop", "activity": "com.example.shop.MainActivity",
+        "screen_size": [1080, 2400], "screenshot_path": shot.display().to_string(),
+        "tree": "- Button \"Login\" [ref=1]",
+        "elements": [{
+            "element_id": 4, "ref": 1, "bounds": [40, 200, 1040, 320], "text": "Login",
+            "class_name": "android.widget.Button", "clickable": true, "enabled": true,
+            "center_x": 540, "center_y": 260
+        }]
+    })
+    .to_string()
+}
+
+/// The decision a model gives, in screenshot pixels (the Login button at half scale... roughly).
+fn decision_text() -> String {
+    json!({"actions": [{"action": "click", "action_desc": "tap Login", "reasoning": "explore",
+        "target_bounding_box": {"top_left": [25, 110], "bottom_right": [550, 168]}}]})
+    .to_string()
+}
+
+/// Runs droid-decide with fast retries against `base`, feeding `lines`.
+fn decide(decider: &str, base: &str, lines: &[String], extra: &[&str]) -> Output {
+    let mut child = droid("droid-decide")
+        .args(["--decider", decider, "--base-url", base, "--api-key", KEY])
+        .args([
+            "--retry-base-ms",
+            "5",
+            "--retry-max-ms",
+            "20",
+            "--timeout",
+            "5",
+        ])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// The lines of stdout, parsed, after checking the key leaked nowhere.
+fn read_events(output: &Output, server: &Server) -> Vec<Value> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stdout.contains(KEY) && !stderr.contains(KEY), "key leaked");
+    for request in server.requests() {
+        assert!(!request.url.contains(KEY), "key in a URL: {}", request.url);
+        assert!(!request.body.to_string().contains(KEY), "key in a body");
+    }
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+#[test]
+fn gemini_success_with_fenced_json() {
+    let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
+    body["candidates"][0]["content"]["parts"][0]["text"] =
+        Value::from(format!("```json\n{}\n```", decision_text()));
+    let server = Server::start(move |_, _| reply(200, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide("gemini", &server.base, &[observation(dir.path())], &[]);
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let decision = of_type(&events, "decision")[0];
+    let action = &decision["actions"][0];
+    assert_eq!(action["ref"], 1, "snapped to the Login button: {decision}");
+    assert_eq!(action["target_bounding_box"]["top_left"], json!([40, 200]));
+    let ai = &decision["ai"];
+    assert_eq!(
+        (ai["provider"].as_str(), ai["tokens_in"].as_u64()),
+        (Some("gemini"), Some(331))
+    );
+    assert_eq!(ai["tokens_out"], 154);
+    assert_eq!(ai["retries"], 0);
+    let kept = ai["request"].to_string();
+    assert!(
+        kept.contains("step_001.png") && !kept.contains("iVBOR"),
+        "{kept}"
+    );
+
+    let request = &server.requests()[0];
+    assert_eq!(request.url, "/models/gemini-2.5-flash:generateContent");
+    assert_eq!(request.header("x-goog-api-key"), Some(KEY));
+    let image = &request.body["contents"][0]["parts"][0]["inlineData"];
+    assert_eq!(image["mimeType"], "image/png");
+    assert!(image["data"].as_str().unwrap().starts_with("iVBOR"));
+    assert!(request.body["generationConfig"]["responseJsonSchema"].is_object());
+}
+
+#[test]
+fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_one() {
+    // The cookbook answer as it is: fenced JSON, but a product description, not actions.
+    let body = fixture("gemini/generateContent_response_image_cookbook.json");
+    let server = Server::start(move |_, _| reply(200, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let line = observation(dir.path());
+    let output = decide("gemini", &server.base, &[line.clone(), line], &[]);
+    assert!(output.status.success());
+    let events = read_events(&output, &server);
+    let notes = of_type(&events, "note");
+    assert!(
+        notes.iter().any(|n| n["kind"] == "invalid_response"),
+        "{events:?}"
+    );
+    let decisions = of_type(&events, "decision");
+    assert_eq!(decisions.len(), 2);
+    assert_eq!(decisions[0]["decider"], "gemini");
+    assert!(decisions[0]["ai"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("actions"));
+    assert!(!decisions[0]["actions"].as_array().unwrap().is_empty());
+    let requests = server.requests();
+    let asked = |i: usize| requests[i].body["contents"][0]["parts"][1]["text"].to_string();
+    assert!(!asked(0).contains("exactly ONE") && asked(1).contains("exactly ONE"));
+}
+
+#[test]
+fn openrouter_success_with_prose_wrapped_json() {
+    let mut body = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
+    body["choices"][0]["message"]["content"] =
+        Value::from(format!("Here is my plan: {} Good luck!", decision_text()));
+    let server = Server::start(move |_, _| reply(200, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        "openrouter",
+        &format!("{}/api/v1", server.base),
+        &[observation(dir.path())],
+        &[],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let decision = of_type(&events, "decision")[0];
+    assert_eq!(decision["actions"][0]["ref"], 1);
+    assert_eq!(decision["ai"]["model"], "openai/gpt-4o-mini");
+    assert_eq!(decision["ai"]["tokens_in"], 9);
+    let request = &server.requests()[0];
+    assert_eq!(request.url, "/api/v1/chat/completions");
+    assert_eq!(
+        request.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let url = request.body["messages"][1]["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap();
+    assert!(url.starts_with("data:image/png;base64,iVBOR"));
+    assert_eq!(request.body["response_format"]["type"], "json_schema");
+}
+
+#[test]
+fn ollama_success_checks_vision_first() {
+    let mut chat = fixture("ollama/chat_response_structured_schema.json");
+    chat["message"]["content"] = Value::from(decision_text());
+    let show = fixture("ollama/show_response_gemma4_openapi.json");
+    let server = Server::start(move |seen, _| match seen.url.as_str() {
+        "/api/show" => reply(200, &show),
+        _ => reply(200, &chat),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        "ollama",
+        &server.base,
+        &[observation(dir.path())],
+        &["--model", "gemma4"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let decision = of_type(&events, "decision")[0];
+    assert_eq!(decision["actions"][0]["ref"], 1);
+    assert_eq!(
+        (
+            decision["ai"]["tokens_in"].as_u64(),
+            decision["ai"]["tokens_out"].as_u64()
+        ),
+        (Some(34), Some(12))
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].url, "/api/show");
+    assert_eq!(requests[0].body["model"], "gemma4");
+    let chat = &requests[1].body;
+    assert_eq!(requests[1].url, "/api/chat");
+    assert_eq!(chat["stream"], false);
+    assert!(chat["format"].is_object());
+    let image = chat["messages"][1]["images"][0].as_str().unwrap();
+    assert!(image.starts_with("iVBOR"), "raw base64, no data: prefix");
+}
+
+#[test]
+fn ollama_text_only_model_refuses_images_clearly() {
+    let server = Server::start(|seen, _| match seen.url.as_str() {
+        "/api/show" => reply(200, &json!({"capabilities": ["completion"]})),
+        _ => reply(500, &json!({"error": "not reached"})),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        "ollama",
+        &server.base,
+        &[observation(dir.path())],
+        &["--model", "llama3.2"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("does not take images") && stderr.contains("--text-only"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn openai_compatible_text_mode_sends_the_tree() {
+    let mut body = fixture("ollama/v1_chat_completions_response_shape.json");
+    body["choices"][0]["message"]["content"] =
+        Value::from(json!({"actions": [{"action": "click", "ref": 1, "action_desc": "Login", "reasoning": "r"}]}).to_string());
+    let server = Server::start(move |_, _| reply(200, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        "openai",
+        &server.base,
+        &[observation(dir.path())],
+        &["--text-only", "--model", "qwen3-vl:8b"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let decision = of_type(&events, "decision")[0];
+    assert_eq!(
+        decision["actions"][0]["target_bounding_box"]["bottom_right"],
+        json!([1040, 320])
+    );
+    let request = &server.requests()[0];
+    assert_eq!(request.url, "/v1/chat/completions");
+    let content = request.body["messages"][1]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 1, "no image in text mode");
+    assert!(content[0]["text"].as_str().unwrap().contains("[ref=1]"));
+}
+
+/// Runs one observation against a server replaying `status` + `body`, returning the events,
+/// the exit code and how many requests were made.
+fn failing(
+    decider: &str,
+    base_path: &str,
+    status: u16,
+    body: Value,
+    headers: Vec<(String, String)>,
+) -> (Vec<Value>, Option<i32>, usize, String) {
+    let server = Server::start(move |_, _| Reply {
+        headers: headers.clone(),
+        ..reply(status, &body)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        decider,
+        &format!("{}{base_path}", server.base),
+        &[observation(dir.path())],
+        &[],
+    );
+    let events = read_events(&output, &server);
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    (
+        events,
+        output.status.code(),
+        server.requests().len(),
+        stderr,
+    )
+}
+
+#[test]
+fn invalid_keys_stop_without_retry() {
+    let cases = [
+        (
+            "gemini",
+            "",
+            400,
+            fixture("gemini/error_400_api_key_invalid_continue8516.json"),
+        ),
+        (
+            "openrouter",
+            "/api/v1",
+            401,
+            fixture("openrouter/error_docs_examples.json")["401"].clone(),
+        ),
+        (
+            "openrouter",
+            "/api/v1",
+            403,
+            fixture("openrouter/error_docs_examples.json")["403_guardrail"].clone(),
+        ),
+    ];
+    for (decider, path, status, body) in cases {
+        let (events, code, requests, stderr) = failing(decider, path, status, body, Vec::new());
+        assert_eq!(code, Some(1), "{decider} {status}");
+        assert_eq!(requests, 1, "{decider} {status}: no retry");
+        assert!(stderr.contains("API key was rejected"), "{stderr}");
+        assert!(of_type(&events, "decision").is_empty());
+    }
+}
+
+#[test]
+fn missing_models_stop_with_the_server_message() {
+    let cases = [
+        (
+            "gemini",
+            "",
+            fixture("gemini/error_404_model_not_found_swuecho597.json"),
+            "is not found for API version",
+        ),
+        (
+            "openrouter",
+            "/api/v1",
+            fixture("openrouter/error_404_no_endpoints_real.json"),
+            "No endpoints found",
+        ),
+        (
+            "openrouter",
+            "/api/v1",
+            fixture("openrouter/error_404_no_image_endpoints_shape.json"),
+            "support image input",
+        ),
+    ];
+    for (decider, path, body, message) in cases {
+        let (_, code, requests, stderr) = failing(decider, path, 404, body, Vec::new());
+        assert_eq!((code, requests), (Some(1), 1), "{decider}");
+        assert!(
+            stderr.contains(message) && stderr.contains("HTTP 404"),
+            "{stderr}"
+        );
+    }
+}
+
+/// The decision after a failure: from the heuristic, with the model's attempts and error.
+fn fallback_ai(events: &[Value]) -> &Value {
+    let decision = of_type(events, "decision")[0];
+    assert!(!decision["actions"].as_array().unwrap().is_empty());
+    assert!(of_type(events, "note")
+        .iter()
+        .any(|n| n["kind"] == "warning"));
+    &decision["ai"]
+}
+
+#[test]
+fn rate_limits_back_off_three_times_with_and_without_hints() {
+    let future_reset = (std::time::SystemTime::now() + Duration::from_secs(30))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    let cases = [
+        (
+            "gemini",
+            "",
+            fixture("gemini/error_429_retryinfo_python-genai1875.json"),
+            Vec::new(),
+        ),
+        (
+            "gemini",
+            "",
+            fixture("gemini/error_429_resource_exhausted_langextract50.json"),
+            Vec::new(),
+        ),
+        (
+            "gemini",
+            "",
+            fixture("gemini/error_429_no_retryinfo_gke-labs1215.json"),
+            Vec::new(),
+        ),
+        (
+            "openrouter",
+            "/api/v1",
+            fixture("openrouter/error_429_free_models_per_min_real.json"),
+            vec![("X-RateLimit-Reset".to_string(), future_reset)],
+        ),
+        (
+            "openrouter",
+            "/api/v1",
+            fixture("openrouter/error_429_upstream_model_rpm_real.json"),
+            vec![("Retry-After".to_string(), "7".to_string())],
+        ),
+        (
+            "openai",
+            "",
+            fixture("openai_compat/groq_error_rate_limit_tpm_real.json"),
+            Vec::new(),
+        ),
+    ];
+    for (decider, path, body, headers) in cases {
+        let (events, code, requests, _) = failing(decider, path, 429, body, headers);
+        assert_eq!(
+            (code, requests),
+            (Some(0), 4),
+            "{decider}: 1 try + 3 retries"
+        );
+        let ai = fallback_ai(&events);
+        assert_eq!(ai["retries"], 3);
+        assert_eq!(ai["attempts"].as_array().unwrap().len(), 4);
+        assert!(
+            ai["error"].as_str().unwrap().contains("rate limited"),
+            "{ai}"
+        );
+    }
+}
+
+#[test]
+fn openrouter_daily_quota_is_not_retried() {
+    let body = fixture("openrouter/error_429_free_models_per_day_real.json");
+    let (events, code, requests, _) = failing("openrouter", "/api/v1", 429, body, Vec::new());
+    assert_eq!((code, requests), (Some(0), 1));
+    assert!(fallback_ai(&events)["error"]
+        .as_str()
+        .unwrap()
+        .contains("free-models-per-day"));
+}
+
+#[test]
+fn a_rate_limit_then_success_counts_one_retry() {
+    let mut ok = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
+    ok["choices"][0]["message"]["content"] = Value::from(decision_text());
+    let limited = fixture("openrouter/error_429_free_models_per_min_real.json");
+    let server = Server::start(move |_, index| match index {
+        0 => reply(429, &limited),
+        _ => reply(200, &ok),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        "openrouter",
+        &format!("{}/api/v1", server.base),
+        &[observation(dir.path())],
+        &[],
+    );
+    let events = read_events(&output, &server);
+    let ai = &of_type(&events, "decision")[0]["ai"];
+    assert_eq!(ai["retries"], 1);
+    assert_eq!(ai["attempts"][0]["http_status"], 429);
+    assert_eq!(ai["attempts"][1]["http_status"], 200);
+    assert!(ai.get("error").is_none());
+}
+
+#[test]
+fn request_errors_fall_back_without_retry() {
+    let cases = [
+        (
+            "openai",
+            413,
+            fixture("openai_compat/groq_error_413_request_too_large_tpm_real.json"),
+            "Request too large",
+        ),
+        (
+            "openai",
+            400,
+            fixture("openai_compat/lmstudio_error_json_object_rejected_real.json")["body"].clone(),
+            "must be 'json_schema'",
+        ),
+        (
+            "openai",
+            400,
+            fixture("openai_compat/vllm_error_old_format_pre_0.10.1_real.json"),
+            "maximum context length",
+        ),
+        (
+            "openrouter",
+            200,
+            fixture("openrouter/error_docs_examples.json")["non_stream_200_with_choice_error"]
+                .clone(),
+            "Provider disconnected",
+        ),
+        (
+            "openrouter",
+            200,
+            fixture("openrouter/error_docs_examples.json")["502"].clone(),
+            "Provider returned error",
+        ),
+    ];
+    for (decider, status, body, message) in cases {
+        let path = if decider == "openrouter" {
+            "/api/v1"
+        } else {
+            ""
+        };
+        let (events, code, requests, _) = failing(decider, path, status, body, Vec::new());
+        assert_eq!((code, requests), (Some(0), 1), "{message}");
+        let ai = fallback_ai(&events);
+        assert!(ai["error"].as_str().unwrap().contains(message), "{ai}");
+    }
+}
+
+#[test]
+fn server_errors_and_timeouts_are_retried_twice() {
+    let busy = fixture("ollama/errors_native.json")["queue_full_503"]["body"].clone();
+    let show = fixture("ollama/show_response_gemma4_openapi.json");
+    let server = Server::start(move |seen, _| match seen.url.as_str() {
+        "/api/show" => reply(200, &show),
+        _ => reply(503, &busy),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide("ollama", &server.base, &[observation(dir.path())], &[]);
+    let events = read_events(&output, &server);
+    let ai = fallback_ai(&events);
+    assert_eq!(ai["attempts"].as_array().unwrap().len(), 3);
+    assert!(ai["error"].as_str().unwrap().contains("server busy"));
+
+    let slow = Server::start(|_, _| Reply {
+        delay: Duration::from_millis(1500),
+        ..reply(200, &json!({}))
+    });
+    let mut child_args = vec!["--timeout", "0.2"];
+    child_args.push("--text-only");
+    let output = decide(
+        "openai",
+        &slow.base,
+        &[observation(dir.path())],
+        &child_args,
+    );
+    assert!(output.status.success());
+    let events = read_events(&output, &slow);
+    let ai = fallback_ai(&events);
+    assert_eq!(slow.requests().len(), 3);
+    assert_eq!(ai["retries"], 2);
+    assert!(ai["attempts"][0].get("http_status").is_none());
+}
+
+/// Runs `droid-decide models --provider ollama` against a server and returns the listed names.
+fn ollama_models(tags: Value, show: impl Fn(&str) -> Value + Send + Sync + 'static) -> Vec<String> {
+    let server = Server::start(move |seen, _| match seen.url.as_str() {
+        "/api/tags" => reply(200, &tags),
+        _ => reply(200, &show(seen.body["model"].as_str().unwrap_or(""))),
+    });
+    let output = droid("droid-decide")
+        .args(["models", "--provider", "ollama", "--base-url", &server.base])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn ollama_vision_detection_for_each_capabilities_variant() {
+    // Real `capabilities` of a 0.6.5-0.6.7 server (before projector models got "vision").
+    let text = std::fs::read_to_string(
+        fixtures().join("providers/ollama/show_capabilities_by_version_pr10509.txt"),
+    )
+    .unwrap();
+    let capabilities: Vec<(String, Value)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('$') && !l.trim().is_empty())
+        .map(|l| {
+            let (name, caps) = l.split_once(' ').unwrap();
+            (name.to_string(), serde_json::from_str(caps.trim()).unwrap())
+        })
+        .collect();
+    assert_eq!(capabilities.len(), 10);
+    let tags =
+        json!({"models": capabilities.iter().map(|(n, _)| json!({"name": n})).collect::<Vec<_>>()});
+    let by_name = capabilities.clone();
+    let listed = ollama_models(tags, move |model| {
+        let caps = &by_name.iter().find(|(n, _)| n == model).unwrap().1;
+        // llava on that server also reports its mmproj: the projector fallback finds it.
+        if model == "llava" {
+            json!({"capabilities": caps, "projector_info": {"general.architecture": "clip", "clip.has_vision_encoder": true}})
+        } else {
+            json!({"capabilities": caps})
+        }
+    });
+    assert_eq!(listed, ["gemma3", "mistral-small3.1", "llava"]);
+
+    // Before 0.6.4 there is no capabilities key: model_info "<arch>.vision.*" keys decide.
+    let mut gemma4 = fixture("ollama/show_response_gemma4_openapi.json");
+    gemma4.as_object_mut().unwrap().remove("capabilities");
+    let listed = ollama_models(
+        fixture("ollama/tags_response.json"),
+        move |model| match model {
+            "deepseek-r1:latest" => gemma4.clone(),
+            _ => {
+                json!({"details": {"families": ["llama"]}, "model_info": {"llama.block_count": 32}})
+            }
+        },
+    );
+    assert_eq!(listed, ["deepseek-r1:latest"]);
+
+    // 0.30+ lists capabilities in /api/tags: no /api/show needed.
+    let tags = json!({"models": [
+        {"name": "qwen3-vl:8b", "capabilities": ["completion", "vision"]},
+        {"name": "llama3.2:latest", "capabilities": ["completion", "tools"]}
+    ]});
+    let listed = ollama_models(tags, |_| json!({"error": "not asked"}));
+    assert_eq!(listed, ["qwen3-vl:8b"]);
+}
+
+#[test]
+fn model_lists_show_only_vision_models() {
+    let mut entries = fixture("openrouter/models_list_response_openapi_example.json");
+    entries["data"].as_array_mut().unwrap().push(fixture(
+        "openrouter/models_entry_vision_fixture_gpt5mini.json",
+    ));
+    let server = Server::start(move |_, _| reply(200, &entries));
+    let output = droid("droid-decide")
+        .args(["models", "--provider", "openrouter", "--api-key", KEY])
+        .args(["--base-url", &format!("{}/api/v1", server.base)])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "openai/gpt-5-mini\n"
+    );
+    assert_eq!(server.requests()[0].url, "/api/v1/models");
+
+    let lmstudio = fixture("openai_compat/lmstudio_api_v0_models_doc.json");
+    let server = Server::start(move |_, _| reply(200, &lmstudio));
+    let output = droid("droid-decide")
+        .args([
+            "models",
+            "--provider",
+            "openai",
+            "--all",
+            "--base-url",
+            &server.base,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "qwen2-vl-7b-instruct\tvision\nmeta-llama-3.1-8b-instruct\ttext\n"
+    );
+
+    let gemini = fixture("gemini/models_list_response_cookbook.json");
+    let server = Server::start(move |_, _| reply(200, &gemini));
+    let output = droid("droid-decide")
+        .args([
+            "models",
+            "--provider",
+            "gemini",
+            "--api-key",
+            KEY,
+            "--base-url",
+            &server.base,
+        ])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(output.stdout).unwrap();
+    assert!(listed.lines().all(|l| l.starts_with("gemini")), "{listed}");
+    assert_eq!(server.requests()[0].header("x-goog-api-key"), Some(KEY));
+    assert!(!server.requests()[0].url.contains(KEY));
+}
+
+#[test]
+fn keys_come_from_the_environment_and_are_required() {
+    let output = droid("droid-decide")
+        .args(["--decider", "gemini"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no API key"));
+
+    let body = fixture("gemini/error_400_api_key_invalid_continue8516.json");
+    let server = Server::start(move |_, _| reply(400, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = droid("droid-decide")
+        .args(["--decider", "gemini", "--base-url", &server.base])
+        .env("GEMINI_API_KEY", KEY)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{}", observation(dir.path())).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    read_events(&output, &server);
+    assert_eq!(server.requests()[0].header("x-goog-api-key"), Some(KEY));
+}
