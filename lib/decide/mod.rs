@@ -19,6 +19,7 @@ use std::io::{self, BufRead, Write};
 
 use serde_json::{json, Value};
 
+pub use crate::config::TEST_PASSWORD_PLACEHOLDER;
 use crate::events::{
     now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
     ReadError,
@@ -33,6 +34,8 @@ use random::RandomDecider;
 pub struct Credentials {
     pub email: Option<String>,
     pub username: Option<String>,
+    /// Only whether one is set matters here: decisions type [`TEST_PASSWORD_PLACEHOLDER`] and
+    /// droid-act puts the password in, so it never lands in an event or reaches a model.
     pub password: Option<String>,
 }
 
@@ -163,7 +166,11 @@ struct Stage {
 
 impl Stage {
     fn new(config: Config) -> Result<Stage, Error> {
-        let mut heuristic = Heuristic::new(config.seed, config.prompt.credentials.clone());
+        let mut credentials = config.prompt.credentials.clone();
+        if credentials.password.is_some() {
+            credentials.password = Some(TEST_PASSWORD_PLACEHOLDER.to_string());
+        }
+        let mut heuristic = Heuristic::new(config.seed, credentials);
         heuristic.set_package(
             config.prompt.package.clone(),
             config.prompt.allowed_packages.clone(),
@@ -336,8 +343,7 @@ impl Stage {
         meta.tokens_in = generation.tokens_in;
         meta.tokens_out = generation.tokens_out;
         meta.response = Some(generation.text.clone());
-        let password = self.settings.credentials.password.as_deref();
-        match response::parse(&generation.text, observation, built.scale, password) {
+        match response::parse(&generation.text, observation, built.scale) {
             Ok(parsed) => {
                 self.single_action = false;
                 if !parsed.warnings.is_empty() {
