@@ -79,6 +79,12 @@ struct Args {
     /// test_password, DROID_TEST_PASSWORD].
     #[arg(long)]
     test_password: Option<String>,
+    /// crawler.db whose recorded run the heuristic learns from before deciding (one-shot use).
+    #[arg(long, requires = "run")]
+    db: Option<PathBuf>,
+    /// The run to learn from in --db.
+    #[arg(long, requires = "db")]
+    run: Option<String>,
     /// Seconds before one model request times out.
     #[arg(long, global = true, default_value_t = 60.0)]
     timeout: f64,
@@ -180,7 +186,12 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    let history = match (&args.db, &args.run) {
+        (Some(db), Some(run)) => decide::from_store::history(db, run)?,
+        _ => Vec::new(),
+    };
     let config = Config {
+        history,
         decider,
         seed: args.seed,
         prompt: PromptSettings {

@@ -7,6 +7,7 @@
 //! `result` lines that pass through (when a long-running decide sits in a loop), and it decides
 //! when a model fails or answers nonsense.
 
+pub mod from_store;
 pub mod graph;
 pub mod heuristic;
 pub mod prompt;
@@ -66,6 +67,8 @@ pub struct Config {
     pub seed: u64,
     /// Prompt settings; `package`, `allowed_packages` and `credentials` serve the heuristic too.
     pub prompt: PromptSettings,
+    /// Events of the run so far (from [`from_store::history`]), learned before the first line.
+    pub history: Vec<Event>,
 }
 
 /// How a run of the stage went.
@@ -176,12 +179,13 @@ impl Stage {
             config.prompt.allowed_packages.clone(),
         );
         let name = config.decider.name();
+        let history = config.history;
         let (random, model) = match config.decider {
             Decider::Heuristic => (None, None),
             Decider::Random => (Some(RandomDecider::new(config.seed)), None),
             Decider::Model(provider) => (None, Some(provider::connect(provider)?)),
         };
-        Ok(Stage {
+        let mut stage = Stage {
             name,
             heuristic,
             random,
@@ -192,7 +196,36 @@ impl Stage {
             stuck_reason: None,
             single_action: false,
             last: None,
-        })
+        };
+        stage.replay(&history);
+        Ok(stage)
+    }
+
+    /// Learns from recorded events as a long-running stage learned when they passed: the screens
+    /// seen, the actions decided on each (tried, with the edge the next observation shows), the
+    /// journal.
+    fn replay(&mut self, history: &[Event]) {
+        let mut observed: Option<&Observation> = None;
+        for event in history {
+            match event {
+                Event::Observation(observation) => {
+                    self.heuristic.observe(observation);
+                    observed = Some(observation);
+                }
+                Event::Decision(decision) => {
+                    if let Some(observation) = observed.take() {
+                        for action in &decision.actions {
+                            if action.action == crate::events::ActionType::Input {
+                                self.heuristic.learn_fill(observation, action);
+                            }
+                            self.heuristic.learn_action(observation, action);
+                        }
+                        self.last = Some((decision.clone(), observation.clone()));
+                    }
+                }
+                other => self.learn(other),
+            }
+        }
     }
 
     /// Learns from a passing line: the run's package, stuck notes, executed actions.

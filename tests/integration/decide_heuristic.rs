@@ -311,6 +311,7 @@ fn stage_runs_in_process_over_a_reader_and_a_writer() {
         decider: decide::Decider::Heuristic,
         seed: 0,
         prompt: decide::prompt::PromptSettings::default(),
+        history: Vec::new(),
     };
     let mut output = Vec::new();
     let outcome = decide::run(config, input.as_bytes(), &mut output, std::io::sink()).unwrap();
