@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use droid::decide::prompt::PromptSettings;
 use droid::config::Settings;
+use droid::decide::prompt::PromptSettings;
 use droid::decide::provider::{ProviderConfig, ProviderKind, RetryPolicy};
 use droid::decide::{self, Config, Credentials, Decider};
 

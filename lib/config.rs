@@ -635,7 +635,10 @@ mod tests {
             with_env_aliases(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
         };
         let aliased = env(&[("DROID_TEST_PASSWORD", "old")]);
-        assert_eq!(aliased.get("TEST_PASSWORD").map(String::as_str), Some("old"));
+        assert_eq!(
+            aliased.get("TEST_PASSWORD").map(String::as_str),
+            Some("old")
+        );
         let both = env(&[("DROID_TEST_PASSWORD", "old"), ("TEST_PASSWORD", "new")]);
         assert_eq!(both.get("TEST_PASSWORD").map(String::as_str), Some("new"));
     }

@@ -147,11 +147,7 @@ pub fn parse(
 }
 
 /// One validated action, or why it was dropped.
-fn action(
-    item: &Value,
-    observation: &Observation,
-    scale: Scale,
-) -> Result<Action, String> {
+fn action(item: &Value, observation: &Observation, scale: Scale) -> Result<Action, String> {
     let object = item.as_object().ok_or("not an object")?;
     let name = object
         .get("action")

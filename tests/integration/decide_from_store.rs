@@ -43,7 +43,13 @@ fn strings(args: &[&str]) -> Vec<String> {
 /// The observation of one step: capture | hash.
 fn observe(sim: &SimProc, step: u32) -> String {
     let mut capture = sim.flags();
-    capture.extend(strings(&["--run", RUN, "--step", &step.to_string(), "--out"]));
+    capture.extend(strings(&[
+        "--run",
+        RUN,
+        "--step",
+        &step.to_string(),
+        "--out",
+    ]));
     capture.push(sim.dir.path().display().to_string());
     let captured = stage("droid-capture", &capture, "");
     stage("droid-hash", &[], &captured)
