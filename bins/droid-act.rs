@@ -3,12 +3,14 @@
 mod common;
 
 use std::io::{self, BufReader, ErrorKind};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use droid::act::{self, ActError, Verb};
+use droid::config::Settings;
 use droid::device::cli::DeviceArgs;
 use droid::device::{AdbDevice, Device, ScreenshotMode};
 use droid::events::{Event, EventWriter};
@@ -21,7 +23,9 @@ use droid::events::{Event, EventWriter};
     long_about = "Without a verb, reads the event stream on stdin, passes every line through, and \
                   after each `decision` writes one `result` per action it executed on the device. \
                   Targets resolve through the observation that preceded the decision. With a verb, \
-                  performs that one action and prints its `result`.",
+                  performs that one action and prints its `result`. An input whose text holds \
+                  {{test_password}} types the test password there, resolved as --test-password > \
+                  test_password in user_config.db > TEST_PASSWORD (or DROID_TEST_PASSWORD).",
     after_help = "Examples:\n  \
         droid-capture | droid-decide | droid-act\n  \
         droid-act tap 540 1200\n  \
@@ -36,6 +40,12 @@ struct Args {
     /// Milliseconds to pause between two actions of a batch
     #[arg(long, default_value_t = 500, value_name = "MS")]
     pause_ms: u64,
+    /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db, when it exists]
+    #[arg(long, env = "DROID_USER_CONFIG")]
+    config_db: Option<PathBuf>,
+    /// The password typed for {{test_password}} (a flag shows in `ps`: prefer user_config.db)
+    #[arg(long)]
+    test_password: Option<String>,
     #[command(subcommand)]
     verb: Option<VerbArgs>,
 }
@@ -87,8 +97,10 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut settings = Settings::for_binary(args.config_db.as_deref()).context("user_config.db")?;
     let config = act::Config {
         pause: Duration::from_millis(args.pause_ms),
+        test_password: settings.secret("test_password", args.test_password.as_deref())?,
         ..act::Config::default()
     };
     let device_config = args

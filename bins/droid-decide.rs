@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
+use droid::config::Settings;
 use droid::decide::prompt::PromptSettings;
-use droid::decide::provider::{ProviderConfig, ProviderKind, RetryPolicy, Secret};
+use droid::decide::provider::{ProviderConfig, ProviderKind, RetryPolicy};
 use droid::decide::{self, Config, Credentials, Decider};
 
 #[derive(Parser)]
@@ -22,15 +23,19 @@ use droid::decide::{self, Config, Credentials, Decider};
     long_about = "Reads events on stdin, writes them through unchanged, and after each \
 observation writes one decision (1 to 12 actions). The heuristic (default) explores by coverage \
 and needs no key; random is a seeded Monkey-like baseline; the providers ask an LLM and fall back \
-to the heuristic when the model fails. Keys come from --api-key or GEMINI_API_KEY, \
-OPENROUTER_API_KEY, OPENAI_API_KEY; endpoints from --base-url, OLLAMA_BASE_URL, OPENAI_BASE_URL."
+to the heuristic when the model fails. Keys, endpoints and test credentials resolve as flag > \
+user_config.db (droid-record config) > environment: --api-key or gemini_api_key / GEMINI_API_KEY, \
+openrouter_api_key, openai_api_key; --base-url or ollama_base_url, openai_base_url; --test-email, \
+--test-username, --test-password or test_* (DROID_TEST_* in the environment). Decisions carry the \
+password as {{test_password}}; droid-act types the real one."
 )]
 #[command(after_help = "Examples:
   droid-capture | droid-hash | droid-decide | droid-act
   droid-decide --decider gemini --model gemini-2.5-flash < observations.jsonl
   droid-decide --decider ollama --model qwen2.5vl --text-only
   droid-decide --decider openai --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-VL-7B
-  droid-decide models --provider openrouter")]
+  droid-decide models --provider openrouter
+  droid-decide --db crawler.db --run RUN < observation.jsonl   (one step of a shell loop)")]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
@@ -61,15 +66,25 @@ struct Args {
     /// Another package the exploration may enter (repeatable).
     #[arg(long = "allow-package")]
     allow_packages: Vec<String>,
-    /// Test e-mail for sign-in forms.
-    #[arg(long, env = "DROID_TEST_EMAIL")]
+    /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db, when it exists]
+    #[arg(long, global = true, env = "DROID_USER_CONFIG")]
+    config_db: Option<PathBuf>,
+    /// Test e-mail for sign-in forms [else test_email, DROID_TEST_EMAIL].
+    #[arg(long)]
     test_email: Option<String>,
-    /// Test user name for sign-in forms.
-    #[arg(long, env = "DROID_TEST_USERNAME")]
+    /// Test user name for sign-in forms [else test_username, DROID_TEST_USERNAME].
+    #[arg(long)]
     test_username: Option<String>,
-    /// Test password for sign-in forms (never sent to a model).
-    #[arg(long, env = "DROID_TEST_PASSWORD", hide_env_values = true)]
+    /// Test password for sign-in forms; never in a decision or sent to a model [else
+    /// test_password, DROID_TEST_PASSWORD].
+    #[arg(long)]
     test_password: Option<String>,
+    /// crawler.db whose recorded run the heuristic learns from before deciding (one-shot use).
+    #[arg(long, requires = "run")]
+    db: Option<PathBuf>,
+    /// The run to learn from in --db.
+    #[arg(long, requires = "db")]
+    run: Option<String>,
     /// Seconds before one model request times out.
     #[arg(long, global = true, default_value_t = 60.0)]
     timeout: f64,
@@ -103,23 +118,25 @@ enum DeciderArg {
     Openai,
 }
 
-fn provider_config(args: &Args, name: &str) -> anyhow::Result<ProviderConfig> {
+fn provider_config(
+    args: &Args,
+    settings: &mut Settings,
+    name: &str,
+) -> anyhow::Result<ProviderConfig> {
     let kind = ProviderKind::parse(name).with_context(|| format!("{name} is not a provider"))?;
-    let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
-    let (key_var, url_var) = match kind {
-        ProviderKind::Gemini => (Some("GEMINI_API_KEY"), None),
-        ProviderKind::OpenRouter => (Some("OPENROUTER_API_KEY"), None),
-        ProviderKind::Ollama => (Some("OLLAMA_API_KEY"), Some("OLLAMA_BASE_URL")),
-        ProviderKind::OpenAi => (Some("OPENAI_API_KEY"), Some("OPENAI_BASE_URL")),
+    let (key_name, url_name) = match kind {
+        ProviderKind::Gemini => ("gemini_api_key", None),
+        ProviderKind::OpenRouter => ("openrouter_api_key", None),
+        ProviderKind::Ollama => ("ollama_api_key", Some("ollama_base_url")),
+        ProviderKind::OpenAi => ("openai_api_key", Some("openai_base_url")),
     };
     let mut config = ProviderConfig::new(kind);
     config.model = args.model.clone().unwrap_or(config.model);
-    config.base_url = args.base_url.clone().or_else(|| url_var.and_then(env));
-    config.api_key = args
-        .api_key
-        .clone()
-        .or_else(|| key_var.and_then(env))
-        .map(Secret::new);
+    config.base_url = match url_name {
+        Some(url_name) => settings.plain(url_name, args.base_url.as_deref())?,
+        None => args.base_url.clone(),
+    };
+    config.api_key = settings.secret(key_name, args.api_key.as_deref())?;
     config.timeout = Duration::try_from_secs_f64(args.timeout).context("--timeout")?;
     config.retry = RetryPolicy {
         base_delay: Duration::from_millis(args.retry_base_ms),
@@ -136,8 +153,9 @@ fn name(decider: DeciderArg) -> String {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut settings = Settings::for_binary(args.config_db.as_deref()).context("user_config.db")?;
     if let Some(Command::Models { provider, all }) = args.command {
-        let models = decide::list_models(provider_config(&args, &name(provider))?)?;
+        let models = decide::list_models(provider_config(&args, &mut settings, &name(provider))?)?;
         let mut out = io::stdout().lock();
         for model in models.iter().filter(|m| all || m.vision == Some(true)) {
             let line = match all {
@@ -159,7 +177,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let decider = match args.decider {
         DeciderArg::Heuristic => Decider::Heuristic,
         DeciderArg::Random => Decider::Random,
-        other => Decider::Model(provider_config(&args, &name(other))?),
+        other => Decider::Model(provider_config(&args, &mut settings, &name(other))?),
     };
     let system_prompt = match &args.system_prompt {
         Some(path) => Some(
@@ -168,7 +186,12 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    let history = match (&args.db, &args.run) {
+        (Some(db), Some(run)) => decide::from_store::history(db, run)?,
+        _ => Vec::new(),
+    };
     let config = Config {
+        history,
         decider,
         seed: args.seed,
         prompt: PromptSettings {
@@ -177,9 +200,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             package: args.package,
             allowed_packages: args.allow_packages,
             credentials: Credentials {
-                email: args.test_email,
-                username: args.test_username,
-                password: args.test_password,
+                email: settings.plain("test_email", args.test_email.as_deref())?,
+                username: settings.plain("test_username", args.test_username.as_deref())?,
+                password: settings
+                    .secret("test_password", args.test_password.as_deref())?
+                    .map(|password| password.expose().to_string()),
             },
         },
     };

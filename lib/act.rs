@@ -10,6 +10,7 @@
 use std::io::{self, BufRead, Write};
 use std::time::{Duration, Instant};
 
+use crate::config::{Secret, TEST_PASSWORD_PLACEHOLDER};
 use crate::device::{Device, DeviceError, Direction};
 use crate::events::{
     now_ts, Action, ActionResult, ActionType, Decision, Event, EventReader, EventWriter,
@@ -27,6 +28,9 @@ pub struct Config {
     pub long_press_ms: u32,
     /// `wait` without a duration.
     pub default_wait: Duration,
+    /// Typed where an input's text holds [`TEST_PASSWORD_PLACEHOLDER`] (decisions never carry
+    /// the password itself).
+    pub test_password: Option<Secret>,
 }
 
 impl Default for Config {
@@ -36,6 +40,7 @@ impl Default for Config {
             settle: Duration::from_millis(300),
             long_press_ms: 1000,
             default_wait: Duration::from_secs(1),
+            test_password: None,
         }
     }
 }
@@ -451,10 +456,11 @@ fn perform(
                 message: "input without input_text".into(),
                 continue_batch: false,
             })?;
+            let text = with_password(text, config.test_password.as_ref())?;
             let (x, y) = point()?;
             device.tap(x, y)?;
             std::thread::sleep(config.settle);
-            device.input_text(text)?;
+            device.input_text(text.expose())?;
         }
         ActionType::ScrollUp
         | ActionType::ScrollDown
@@ -479,6 +485,25 @@ fn perform(
         }
     }
     Ok(())
+}
+
+/// The text to type, with the test password in place of its placeholder (wrapped as a secret
+/// because it may now hold the password).
+fn with_password(text: &str, password: Option<&Secret>) -> Result<Secret, Failure> {
+    if !text.contains(TEST_PASSWORD_PLACEHOLDER) {
+        return Ok(Secret::new(text));
+    }
+    let password = password.ok_or_else(|| Failure {
+        kind: "invalid_action",
+        message: format!(
+            "input types {TEST_PASSWORD_PLACEHOLDER} but no test password is set \
+             (--test-password, test_password in user_config.db, TEST_PASSWORD)"
+        ),
+        continue_batch: false,
+    })?;
+    Ok(Secret::new(
+        text.replace(TEST_PASSWORD_PLACEHOLDER, password.expose()),
+    ))
 }
 
 /// A standalone verb (`droid-act tap 540 1200`).
@@ -885,6 +910,31 @@ mod tests {
         let line = Event::Result(results[0].clone()).to_line();
         assert!(!line.contains("s3cret"), "{line}");
         assert!(line.contains("EditText (password)"));
+    }
+
+    #[test]
+    fn the_password_placeholder_is_typed_as_the_password_or_fails_without_one() {
+        let field = element(1, [0, 0, 1080, 200], true);
+        let obs = observation(vec![field]);
+        let action = Action {
+            action: ActionType::Input,
+            input_text: Some("{{test_password}}".into()),
+            ..click_box(0, 0, 1080, 200)
+        };
+        let device = Recorder::new("", vec!["A"]);
+        let config = Config {
+            test_password: Some(Secret::new("pw-9")),
+            ..quick()
+        };
+        let batch = decision(vec![action.clone()]);
+        let results = execute_decision(&config, &device, &batch, Some(&obs));
+        assert!(results[0].success);
+        assert_eq!(*device.calls.lock().unwrap(), ["tap 540 100", "text pw-9"]);
+
+        let device = Recorder::new("", vec!["A"]);
+        let results = execute_decision(&quick(), &device, &batch, Some(&obs));
+        assert_eq!(kinds(&results), [Some("invalid_action")]);
+        assert!(device.calls.lock().unwrap().is_empty(), "nothing typed");
     }
 
     #[test]

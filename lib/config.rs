@@ -468,6 +468,29 @@ pub const KNOWN: &[(&str, bool, Option<&str>)] = &[
     ("test_password", true, None),
 ];
 
+/// Environment names kept from before the resolver (`DROID_TEST_PASSWORD`): each stands for its
+/// canonical name when that one is unset.
+const ENV_ALIASES: &[(&str, &str)] = &[
+    ("DROID_TEST_EMAIL", "TEST_EMAIL"),
+    ("DROID_TEST_USERNAME", "TEST_USERNAME"),
+    ("DROID_TEST_PASSWORD", "TEST_PASSWORD"),
+];
+
+/// What an input action types for the test password. Decisions carry this placeholder, never the
+/// password; droid-act puts the password in at typing time.
+pub const TEST_PASSWORD_PLACEHOLDER: &str = "{{test_password}}";
+
+fn with_env_aliases(env: impl IntoIterator<Item = (String, String)>) -> HashMap<String, String> {
+    let mut env: HashMap<String, String> = env.into_iter().collect();
+    for (alias, canonical) in ENV_ALIASES {
+        let canonical_set = env.get(*canonical).is_some_and(|v| !v.is_empty());
+        if let (false, Some(value)) = (canonical_set, env.get(*alias).cloned()) {
+            env.insert(canonical.to_string(), value);
+        }
+    }
+    env
+}
+
 /// Where a resolved value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -520,7 +543,41 @@ impl Settings {
 
     /// A resolver over a user_config.db and this process's environment.
     pub fn from_process_env(user: Option<UserConfig>) -> Settings {
-        Settings::new(user, std::env::vars())
+        Settings::new(user, with_env_aliases(std::env::vars()))
+    }
+
+    /// The resolver a binary uses: user_config.db from `config_db` (its `--config-db` flag or
+    /// `DROID_USER_CONFIG`), else the default place when a database exists there (a binary never
+    /// creates one just by reading), and this process's environment.
+    pub fn for_binary(config_db: Option<&Path>) -> Result<Settings, Error> {
+        let user = match config_db {
+            Some(path) => Some(UserConfig::open(path)?),
+            None => {
+                let xdg = std::env::var("XDG_CONFIG_HOME").ok();
+                let home = std::env::var("HOME").ok();
+                let path = default_path(xdg.as_deref(), home.as_deref());
+                match path.is_file() {
+                    true => Some(UserConfig::open(&path)?),
+                    false => None,
+                }
+            }
+        };
+        Ok(Settings::from_process_env(user))
+    }
+
+    /// The value of a secret setting (any resolved value is wrapped, so it never prints).
+    pub fn secret(&mut self, key: &str, flag: Option<&str>) -> Result<Option<Secret>, Error> {
+        Ok(self.resolve(key, flag)?.map(|r| match r.value {
+            Value::Secret(secret) => secret,
+            Value::Plain(value) => Secret(value),
+        }))
+    }
+
+    /// The value of a plain setting.
+    pub fn plain(&mut self, key: &str, flag: Option<&str>) -> Result<Option<String>, Error> {
+        Ok(self
+            .resolve(key, flag)?
+            .map(|r| r.value.expose().to_string()))
     }
 
     /// The value of `key` (any case: `gemini_api_key` or `GEMINI_API_KEY`). `flag` is what the
@@ -570,6 +627,20 @@ mod tests {
 
     fn open(dir: &Path, machine: &str) -> UserConfig {
         UserConfig::open_bound_to(&dir.join("user_config.db"), Secret::new(machine)).unwrap()
+    }
+
+    #[test]
+    fn old_environment_names_stand_in_for_the_canonical_ones() {
+        let env = |pairs: &[(&str, &str)]| {
+            with_env_aliases(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        };
+        let aliased = env(&[("DROID_TEST_PASSWORD", "old")]);
+        assert_eq!(
+            aliased.get("TEST_PASSWORD").map(String::as_str),
+            Some("old")
+        );
+        let both = env(&[("DROID_TEST_PASSWORD", "old"), ("TEST_PASSWORD", "new")]);
+        assert_eq!(both.get("TEST_PASSWORD").map(String::as_str), Some("new"));
     }
 
     #[test]

@@ -145,6 +145,20 @@ impl Heuristic {
         self.pending = Some((screen, key));
     }
 
+    /// Learns an executed input as if this heuristic had filled the field (a one-shot decider
+    /// replaying its run from crawler.db): the text counts as typed and the fill is counted.
+    pub fn learn_fill(&mut self, observation: &Observation, action: &Action) {
+        let (Some(screen), Some(text)) = (self.current, action.input_text.as_ref()) else {
+            return;
+        };
+        let Some(element) = target_element(observation, action) else {
+            return;
+        };
+        self.typed.insert(text.clone());
+        let key = action_key(ActionType::Input, &signature(element));
+        *self.fills.entry((screen, key)).or_default() += 1;
+    }
+
     /// Observes and decides.
     pub fn decide(&mut self, observation: &Observation) -> Choice {
         self.observe(observation);

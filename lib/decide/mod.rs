@@ -7,6 +7,7 @@
 //! `result` lines that pass through (when a long-running decide sits in a loop), and it decides
 //! when a model fails or answers nonsense.
 
+pub mod from_store;
 pub mod graph;
 pub mod heuristic;
 pub mod prompt;
@@ -19,6 +20,7 @@ use std::io::{self, BufRead, Write};
 
 use serde_json::{json, Value};
 
+pub use crate::config::TEST_PASSWORD_PLACEHOLDER;
 use crate::events::{
     now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
     ReadError,
@@ -33,6 +35,8 @@ use random::RandomDecider;
 pub struct Credentials {
     pub email: Option<String>,
     pub username: Option<String>,
+    /// Only whether one is set matters here: decisions type [`TEST_PASSWORD_PLACEHOLDER`] and
+    /// droid-act puts the password in, so it never lands in an event or reaches a model.
     pub password: Option<String>,
 }
 
@@ -63,6 +67,8 @@ pub struct Config {
     pub seed: u64,
     /// Prompt settings; `package`, `allowed_packages` and `credentials` serve the heuristic too.
     pub prompt: PromptSettings,
+    /// Events of the run so far (from [`from_store::history`]), learned before the first line.
+    pub history: Vec<Event>,
 }
 
 /// How a run of the stage went.
@@ -163,18 +169,23 @@ struct Stage {
 
 impl Stage {
     fn new(config: Config) -> Result<Stage, Error> {
-        let mut heuristic = Heuristic::new(config.seed, config.prompt.credentials.clone());
+        let mut credentials = config.prompt.credentials.clone();
+        if credentials.password.is_some() {
+            credentials.password = Some(TEST_PASSWORD_PLACEHOLDER.to_string());
+        }
+        let mut heuristic = Heuristic::new(config.seed, credentials);
         heuristic.set_package(
             config.prompt.package.clone(),
             config.prompt.allowed_packages.clone(),
         );
         let name = config.decider.name();
+        let history = config.history;
         let (random, model) = match config.decider {
             Decider::Heuristic => (None, None),
             Decider::Random => (Some(RandomDecider::new(config.seed)), None),
             Decider::Model(provider) => (None, Some(provider::connect(provider)?)),
         };
-        Ok(Stage {
+        let mut stage = Stage {
             name,
             heuristic,
             random,
@@ -185,7 +196,36 @@ impl Stage {
             stuck_reason: None,
             single_action: false,
             last: None,
-        })
+        };
+        stage.replay(&history);
+        Ok(stage)
+    }
+
+    /// Learns from recorded events as a long-running stage learned when they passed: the screens
+    /// seen, the actions decided on each (tried, with the edge the next observation shows), the
+    /// journal.
+    fn replay(&mut self, history: &[Event]) {
+        let mut observed: Option<&Observation> = None;
+        for event in history {
+            match event {
+                Event::Observation(observation) => {
+                    self.heuristic.observe(observation);
+                    observed = Some(observation);
+                }
+                Event::Decision(decision) => {
+                    if let Some(observation) = observed.take() {
+                        for action in &decision.actions {
+                            if action.action == crate::events::ActionType::Input {
+                                self.heuristic.learn_fill(observation, action);
+                            }
+                            self.heuristic.learn_action(observation, action);
+                        }
+                        self.last = Some((decision.clone(), observation.clone()));
+                    }
+                }
+                other => self.learn(other),
+            }
+        }
     }
 
     /// Learns from a passing line: the run's package, stuck notes, executed actions.
@@ -336,8 +376,7 @@ impl Stage {
         meta.tokens_in = generation.tokens_in;
         meta.tokens_out = generation.tokens_out;
         meta.response = Some(generation.text.clone());
-        let password = self.settings.credentials.password.as_deref();
-        match response::parse(&generation.text, observation, built.scale, password) {
+        match response::parse(&generation.text, observation, built.scale) {
             Ok(parsed) => {
                 self.single_action = false;
                 if !parsed.warnings.is_empty() {

@@ -18,9 +18,9 @@ pub const MAX_IMAGE_SIDE: u32 = 1280;
 /// How many past steps the journal shows.
 pub const JOURNAL_STEPS: usize = 15;
 
-/// What the model types into a password field; the decider swaps in the real password after the
-/// answer, so the password never travels to the provider or into the kept request.
-pub const PASSWORD_PLACEHOLDER: &str = "{{password}}";
+/// What the model types into a password field; droid-act swaps in the real password at typing
+/// time, so the password never travels to the provider, into a decision or into the database.
+pub use crate::config::TEST_PASSWORD_PLACEHOLDER as PASSWORD_PLACEHOLDER;
 
 /// One past step, as the model reads it.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::prompt::{Scale, PASSWORD_PLACEHOLDER};
+use super::prompt::Scale;
 use super::widgets::{bounding_box, element_by_ref, is_actionable};
 use crate::events::{Action, ActionType, BoundingBox, Observation};
 use crate::ui::{Bounds, UiElement};
@@ -103,7 +103,6 @@ pub fn parse(
     text: &str,
     observation: &Observation,
     scale: Scale,
-    password: Option<&str>,
 ) -> Result<Parsed, InvalidResponse> {
     let value = extract_json(text).ok_or(InvalidResponse::NoJson)?;
     let (items, object) = match value {
@@ -123,7 +122,7 @@ pub fn parse(
     let mut warnings = Vec::new();
     let mut actions = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        match action(item, observation, scale, password) {
+        match action(item, observation, scale) {
             Ok(action) => actions.push(action),
             Err(reason) => warnings.push(format!("action {}: {reason}", index + 1)),
         }
@@ -148,12 +147,7 @@ pub fn parse(
 }
 
 /// One validated action, or why it was dropped.
-fn action(
-    item: &Value,
-    observation: &Observation,
-    scale: Scale,
-    password: Option<&str>,
-) -> Result<Action, String> {
+fn action(item: &Value, observation: &Observation, scale: Scale) -> Result<Action, String> {
     let object = item.as_object().ok_or("not an object")?;
     let name = object
         .get("action")
@@ -171,9 +165,6 @@ fn action(
     action.action_desc = text_field("action_desc");
     action.reasoning = text_field("reasoning");
     action.input_text = text_field("input_text");
-    if let (Some(text), Some(password)) = (&action.input_text, password) {
-        action.input_text = Some(text.replace(PASSWORD_PLACEHOLDER, password));
-    }
     let reference = match object.get("ref") {
         None | Some(Value::Null) => None,
         Some(value) => Some(
@@ -320,7 +311,7 @@ mod tests {
         let text = r#"{"actions":[{"action":"click","action_desc":"login","reasoning":"r",
             "target_bounding_box":{"top_left":[25,110],"bottom_right":[500,160]}}]}"#;
         let scale = Scale { x: 2.0, y: 2.0 };
-        let parsed = parse(text, &observation(), scale, None).unwrap();
+        let parsed = parse(text, &observation(), scale).unwrap();
         let action = &parsed.actions[0];
         assert_eq!(action.ref_id, Some(10));
         assert_eq!(
@@ -334,10 +325,14 @@ mod tests {
 
     #[test]
     fn unknown_and_incomplete_actions_are_dropped_with_warnings() {
-        let text = r#"[{"action":"fly"},{"action":"click"},{"action":"input","ref":11,"input_text":"{{password}}"},{"action":"back"}]"#;
-        let parsed = parse(text, &observation(), Scale::IDENTITY, Some("pw")).unwrap();
+        let text = r#"[{"action":"fly"},{"action":"click"},{"action":"input","ref":11,"input_text":"{{test_password}}"},{"action":"back"}]"#;
+        let parsed = parse(text, &observation(), Scale::IDENTITY).unwrap();
         assert_eq!(parsed.actions.len(), 2);
-        assert_eq!(parsed.actions[0].input_text.as_deref(), Some("pw"));
+        // The placeholder stays: droid-act types the password.
+        assert_eq!(
+            parsed.actions[0].input_text.as_deref(),
+            Some("{{test_password}}")
+        );
         assert_eq!(parsed.warnings.len(), 2);
         assert!(parsed.warnings[0].contains("unknown action \"fly\""));
     }
@@ -345,7 +340,7 @@ mod tests {
     #[test]
     fn invalid_answers() {
         let obs = observation();
-        let parse = |text| parse(text, &obs, Scale::IDENTITY, None);
+        let parse = |text| parse(text, &obs, Scale::IDENTITY);
         assert_eq!(parse("hello"), Err(InvalidResponse::NoJson));
         assert_eq!(parse(r#"{"actions":[]}"#), Err(InvalidResponse::Empty));
         assert_eq!(parse(r#"{"plan":"x"}"#), Err(InvalidResponse::NoActions));

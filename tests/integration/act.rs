@@ -280,3 +280,42 @@ fn verbs_drive_the_device() {
     let out = run_act(&sim, &["key", "back; reboot"], "");
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn the_password_placeholder_is_typed_as_the_configured_password_and_never_echoed() {
+    const STORED: &str = "Stored-pw-4417";
+    const FLAGGED: &str = "Flagged-pw-2291";
+    let config_dir = tempfile::tempdir().unwrap();
+    let config_db = config_dir.path().join("user_config.db");
+    super::decide_providers::store_secret(&config_db, "test_password", STORED);
+    let type_placeholder = |extra: &[&str]| {
+        let sim = SimProc::notes(&[]);
+        let observation = observation_line(&sim);
+        let decision = decision_line(json!([{"action": "input",
+            "target_bounding_box": bbox(NOTE_BODY.map(i64::from)),
+            "input_text": "{{test_password}}"}]));
+        let mut args = vec!["--config-db", config_db.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = run_act(&sim, &args, &format!("{observation}\n{decision}\n"));
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        for password in [STORED, FLAGGED] {
+            assert!(!stdout.contains(password) && !stderr.contains(password));
+        }
+        assert_eq!(results(&out.stdout)[0]["success"], true, "{stdout}{stderr}");
+        sim.typed()
+    };
+    // The device got the real password: from user_config.db, or the flag over it.
+    assert_eq!(type_placeholder(&[]), STORED);
+    assert_eq!(type_placeholder(&["--test-password", FLAGGED]), FLAGGED);
+
+    // With no password configured nothing is typed and the action fails plainly.
+    let sim = SimProc::notes(&[]);
+    let observation = observation_line(&sim);
+    let decision = decision_line(json!([{"action": "input",
+        "target_bounding_box": bbox(NOTE_BODY.map(i64::from)),
+        "input_text": "{{test_password}}"}]));
+    let out = run_act(&sim, &[], &format!("{observation}\n{decision}\n"));
+    assert_eq!(results(&out.stdout)[0]["error_kind"], "invalid_action");
+    assert_eq!(sim.typed(), "");
+}

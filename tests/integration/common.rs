@@ -35,10 +35,16 @@ pub fn droid(name: &str) -> Command {
             || key.ends_with("_API_KEY")
             || key.ends_with("_BASE_URL")
             || key == "NO_COLOR"
-            || key == "RUST_LOG";
+            || key == "RUST_LOG"
+            || key.starts_with("TEST_");
         if scrubbed {
             cmd.env_remove(key);
         }
     }
+    // The user's own user_config.db must not leak in: point the default place at nothing.
+    cmd.env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("droid-tests-no-user-config"),
+    );
     cmd
 }

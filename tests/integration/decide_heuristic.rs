@@ -262,7 +262,15 @@ fn stage_passes_lines_through_and_adds_one_decision_per_observation() {
     );
     let first: Value = serde_json::from_str(&lines[1]).unwrap();
     assert_eq!(first["actions"][0]["action"], "input");
-    assert!(!lines[1].contains("pw-secret") || first["actions"][1]["input_text"] == "pw-secret");
+    // The password field gets the placeholder; the password itself is in no line.
+    assert!(lines.iter().all(|l| !l.contains("pw-secret")), "{lines:?}");
+    let typed: Vec<&str> = first["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["input_text"].as_str())
+        .collect();
+    assert!(typed.contains(&"{{test_password}}"), "{typed:?}");
     let second: Value = serde_json::from_str(&lines[5]).unwrap();
     assert_eq!(second["step"], 2);
     assert_eq!(second["decider"], "heuristic");
@@ -303,6 +311,7 @@ fn stage_runs_in_process_over_a_reader_and_a_writer() {
         decider: decide::Decider::Heuristic,
         seed: 0,
         prompt: decide::prompt::PromptSettings::default(),
+        history: Vec::new(),
     };
     let mut output = Vec::new();
     let outcome = decide::run(config, input.as_bytes(), &mut output, std::io::sink()).unwrap();
@@ -360,6 +369,7 @@ fn explore(app: &str, random: bool) -> (usize, usize) {
         settle: std::time::Duration::ZERO,
         long_press_ms: 600,
         default_wait: std::time::Duration::ZERO,
+        test_password: None,
     };
     let mut heuristic = Heuristic::new(1, Credentials::default());
     heuristic.set_package(Some(package.clone()), allowed);

@@ -815,3 +815,70 @@ fn keys_come_from_the_environment_and_are_required() {
     read_events(&output, &server);
     assert_eq!(server.requests()[0].header("x-goog-api-key"), Some(KEY));
 }
+
+/// Stores `value` as a secret in a user_config.db through `droid-record config`.
+pub fn store_secret(config_db: &std::path::Path, key: &str, value: &str) {
+    let mut set = droid("droid-record")
+        .arg("config")
+        .arg("--config-db")
+        .arg(config_db)
+        .args(["set", key, "--secret"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(set.stdin.take().unwrap(), "{value}").unwrap();
+    assert!(set.wait().unwrap().success());
+}
+
+#[test]
+fn keys_resolve_flag_then_user_config_then_environment() {
+    const STORED: &str = "sk-stored-in-user-config-0b1c";
+    const FROM_ENV: &str = "sk-from-environment-9d8e";
+    let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
+    body["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
+    let server = Server::start(move |_, _| reply(200, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let config_db = dir.path().join("user_config.db");
+    store_secret(&config_db, "gemini_api_key", STORED);
+    let key_sent = |how: &dyn Fn(&mut std::process::Command)| {
+        let before = server.requests().len();
+        let mut cmd = droid("droid-decide");
+        cmd.args(["--decider", "gemini", "--base-url", &server.base])
+            .env("GEMINI_API_KEY", FROM_ENV);
+        how(&mut cmd);
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(child.stdin.take().unwrap(), "{}", observation(dir.path())).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let out = String::from_utf8_lossy(&output.stdout).to_string()
+            + &String::from_utf8_lossy(&output.stderr);
+        for key in [STORED, FROM_ENV, KEY] {
+            assert!(!out.contains(key), "a key leaked: {out}");
+        }
+        let request = &server.requests()[before];
+        request.header("x-goog-api-key").unwrap().to_string()
+    };
+    // user_config.db beats the environment, by flag or by DROID_USER_CONFIG.
+    let by_flag = key_sent(&|cmd| {
+        cmd.arg("--config-db").arg(&config_db);
+    });
+    assert_eq!(by_flag, STORED);
+    let by_env = key_sent(&|cmd| {
+        cmd.env("DROID_USER_CONFIG", &config_db);
+    });
+    assert_eq!(by_env, STORED);
+    // A flag beats user_config.db.
+    let flagged = key_sent(&|cmd| {
+        cmd.arg("--config-db")
+            .arg(&config_db)
+            .args(["--api-key", KEY]);
+    });
+    assert_eq!(flagged, KEY);
+    // Without user_config.db the environment answers.
+    assert_eq!(key_sent(&|_| {}), FROM_ENV);
+}

@@ -5,6 +5,7 @@ mod adb;
 mod capture;
 mod capture_device;
 mod common;
+mod decide_from_store;
 mod decide_heuristic;
 mod decide_providers;
 mod device;

@@ -86,26 +86,7 @@ impl fmt::Display for ProviderKind {
     }
 }
 
-/// A value that must never be printed: `Debug` and `Display` show `[redacted]`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The secret itself, for the one place that sends it (a request header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
+pub use crate::config::Secret;
 
 /// Everything an adapter needs to start.
 #[derive(Debug, Clone)]

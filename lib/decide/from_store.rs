@@ -1,0 +1,57 @@
+//! The heuristic's memory for a one-shot `droid-decide --db crawler.db --run RUN`: the run's
+//! recorded events (crawler.db's `run_events`, the stream `droid-record` wrote) replayed into a
+//! fresh graph, so a shell loop that starts one decide per step explores like a long-running one.
+//!
+//! The events are replayed rather than the projected tables read because the graph identifies
+//! screens by their actionable widgets while the projection merges them by perceptual hash:
+//! replaying the same observations and actions gives exactly the graph an in-process decider
+//! would have built.
+
+use std::path::{Path, PathBuf};
+
+use crate::events::{Event, EventReader, ReadError};
+use crate::store::{self, Store};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Store {
+        path: PathBuf,
+        #[source]
+        source: store::Error,
+    },
+    #[error("{path}: run {run}'s recorded events: {source}")]
+    Event {
+        path: PathBuf,
+        run: String,
+        #[source]
+        source: ReadError,
+    },
+}
+
+/// The events recorded for `run` in the crawler.db at `path`, in order; none when the run is not
+/// recorded yet (the first step of a loop).
+pub fn history(path: &Path, run: &str) -> Result<Vec<Event>, Error> {
+    let store_err = |source| Error::Store {
+        path: path.to_path_buf(),
+        source,
+    };
+    let store = Store::open(path).map_err(store_err)?;
+    let mut lines = Vec::new();
+    match store.export(run, &mut lines) {
+        Ok(_) => {}
+        Err(store::Error::NoRun(_)) => return Ok(Vec::new()),
+        Err(source) => return Err(store_err(source)),
+    }
+    let mut events = Vec::new();
+    for line in EventReader::new(lines.as_slice()) {
+        let line = line.map_err(|source| Error::Event {
+            path: path.to_path_buf(),
+            run: run.to_string(),
+            source,
+        })?;
+        events.extend(line.event);
+    }
+    Ok(events)
+}
