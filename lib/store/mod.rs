@@ -133,33 +133,34 @@ impl Store {
             .ctx("reading the schema version")
     }
 
+    /// Brings the schema to the latest version. The version check and the migrations share one
+    /// write transaction: the stages of a pipe open a new database at the same moment, and only
+    /// one of them may apply a migration.
     fn migrate(&self) -> Result<()> {
-        self.conn
-            .execute_batch(
+        self.write(|conn| {
+            conn.execute_batch(
                 "CREATE TABLE IF NOT EXISTS schema_version (
                     version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
             )
             .ctx("creating schema_version")?;
-        let found = self.schema_version()?;
-        if found > schema::LATEST {
-            return Err(Error::TooNew {
-                path: self.path.clone(),
-                found,
-                supported: schema::LATEST,
-            });
-        }
-        for (index, sql) in schema::MIGRATIONS.iter().enumerate().skip(found as usize) {
-            self.write(|conn| {
+            let found = self.schema_version()?;
+            if found > schema::LATEST {
+                return Err(Error::TooNew {
+                    path: self.path.clone(),
+                    found,
+                    supported: schema::LATEST,
+                });
+            }
+            for (index, sql) in schema::MIGRATIONS.iter().enumerate().skip(found as usize) {
                 conn.execute_batch(sql).ctx("applying a migration")?;
                 conn.execute(
                     "INSERT INTO schema_version (version, applied_at) VALUES (?1, ?2)",
                     rusqlite::params![index as i64 + 1, crate::events::now_ts()],
                 )
                 .ctx("recording a migration")?;
-                Ok(())
-            })?;
-        }
-        Ok(())
+            }
+            Ok(())
+        })
     }
 
     /// Runs `work` in one write transaction. Taking the write lock is retried with backoff when
@@ -333,6 +334,25 @@ mod tests {
         assert_eq!(id.len(), 32);
         assert_eq!(id, stable_id(&["a", "bc"]));
         assert_ne!(id, stable_id(&["ab", "c"]));
+    }
+
+    #[test]
+    fn stages_opening_a_new_database_at_once_migrate_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawler.db");
+        let opened: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..6).map(|_| scope.spawn(|| Store::open(&path))).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for store in opened {
+            assert_eq!(store.unwrap().schema_version().unwrap(), SCHEMA_VERSION);
+        }
+        let store = Store::open(&path).unwrap();
+        let migrations: i64 = store
+            .conn
+            .query_row("SELECT COUNT(*) FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(migrations, SCHEMA_VERSION);
     }
 
     #[test]
