@@ -558,25 +558,38 @@ impl Event {
 
     /// Decodes a line of a known type with `"v": 1` directly; `None` when the line is anything
     /// else or does not decode.
+    ///
+    /// The type is guessed from the line's start (`{"type":"…"`, as [`Event::to_line`] writes
+    /// it) or else read with a small envelope; either way the body decodes with `type` and `v`
+    /// in its `extra`, and they are checked there: a duplicate key (last one wins, as in the
+    /// `Value` path) cannot make a guess wrong.
     fn decode_direct(line: &str) -> Option<Event> {
         // Only objects: a JSON array would fill the envelope's fields by position.
         if !line.trim_start().starts_with('{') {
             return None;
         }
-        let envelope: Envelope = serde_json::from_str(line).ok()?;
-        let version = envelope.version?;
-        if version.as_u64() != Some(WIRE_VERSION) {
-            return None;
-        }
-        Some(match envelope.kind? {
-            "run_started" => Event::RunStarted(body_of(line, |e: &mut RunStarted| &mut e.extra)?),
-            "run_ended" => Event::RunEnded(body_of(line, |e: &mut RunEnded| &mut e.extra)?),
-            "observation" => {
-                Event::Observation(Box::new(body_of(line, |e: &mut Observation| &mut e.extra)?))
+        let guessed = line
+            .strip_prefix("{\"type\":\"")
+            .and_then(|rest| rest.split_once('"'))
+            .map(|(kind, _)| kind)
+            .filter(|kind| !kind.contains('\\'));
+        let kind = match guessed {
+            Some(kind) => kind,
+            None => serde_json::from_str::<Envelope>(line).ok()?.kind?,
+        };
+        Some(match kind {
+            "run_started" => {
+                Event::RunStarted(body_of(line, kind, |e: &mut RunStarted| &mut e.extra)?)
             }
-            "decision" => Event::Decision(body_of(line, |e: &mut Decision| &mut e.extra)?),
-            "result" => Event::Result(body_of(line, |e: &mut ActionResult| &mut e.extra)?),
-            "note" => Event::Note(body_of(line, |e: &mut Note| &mut e.extra)?),
+            "run_ended" => Event::RunEnded(body_of(line, kind, |e: &mut RunEnded| &mut e.extra)?),
+            "observation" => {
+                Event::Observation(Box::new(body_of(line, kind, |e: &mut Observation| {
+                    &mut e.extra
+                })?))
+            }
+            "decision" => Event::Decision(body_of(line, kind, |e: &mut Decision| &mut e.extra)?),
+            "result" => Event::Result(body_of(line, kind, |e: &mut ActionResult| &mut e.extra)?),
+            "note" => Event::Note(body_of(line, kind, |e: &mut Note| &mut e.extra)?),
             _ => return None,
         })
     }
@@ -611,24 +624,31 @@ impl Event {
     }
 }
 
-/// The two fields every line has, read without building the rest (other fields are skipped).
+/// A line's `type`, read without building the rest (other fields are skipped).
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    /// Borrowed: a type name with escapes in it fails here and takes the slow path.
+    /// Borrowed: a type name with escapes in it fails here and takes the `Value` path.
     #[serde(rename = "type", borrow, default)]
     kind: Option<&'a str>,
-    #[serde(rename = "v", default)]
-    version: Option<serde_json::Number>,
 }
 
-/// A known type's fields straight from its line; `type` and `v` land in `extra` and are taken
-/// out again (`shift_remove` keeps the order of the fields that remain).
-fn body_of<T: DeserializeOwned>(line: &str, extra: impl FnOnce(&mut T) -> &mut Extra) -> Option<T> {
+/// A known type's fields straight from its line; `type` and `v` land in `extra`, must say
+/// `kind` and [`WIRE_VERSION`], and are taken out again (`shift_remove` keeps the order of the
+/// fields that remain).
+fn body_of<T: DeserializeOwned>(
+    line: &str,
+    kind: &str,
+    extra: impl FnOnce(&mut T) -> &mut Extra,
+) -> Option<T> {
     let mut body: T = serde_json::from_str(line).ok()?;
     let extra = extra(&mut body);
-    extra.shift_remove("type");
-    extra.shift_remove("v");
-    Some(body)
+    let Some(Value::String(said)) = extra.shift_remove("type") else {
+        return None;
+    };
+    let Some(Value::Number(version)) = extra.shift_remove("v") else {
+        return None;
+    };
+    (said == kind && version.as_u64() == Some(WIRE_VERSION)).then_some(body)
 }
 
 fn decode<T: DeserializeOwned>(kind: &str, body: Value) -> Result<T, LineError> {
@@ -930,6 +950,8 @@ mod tests {
             Err(LineError::NotAnObject)
         );
         assert_eq!(Event::decode_direct(r#"{"type":"mine","v":1}"#), None);
+        let twice = r#"{"type":"note","v":1,"kind":"k","type":"mine"}"#;
+        assert_eq!(Event::from_line(twice), Ok(None), "the last \"type\" wins");
         assert_eq!(
             Event::from_line(r#"{"type":"not\u0065","v":1,"kind":"k"}"#)
                 .unwrap()
