@@ -545,9 +545,53 @@ impl Event {
 
     /// Decodes one line. `Ok(None)` for a well-formed line of a type this version does not know.
     pub fn from_line(line: &str) -> Result<Option<Event>, LineError> {
+        // Fast path: a valid line of a known type decodes straight into its struct, without an
+        // intermediate `Value` tree. Anything else (bad JSON, a bad envelope, wrong fields)
+        // takes the `Value` path below, which alone decides what is an error and how it reads.
+        if let Some(event) = Event::decode_direct(line) {
+            return Ok(Some(event));
+        }
         let value: Value =
             serde_json::from_str(line).map_err(|e| LineError::Json(e.to_string()))?;
         Event::from_value(value)
+    }
+
+    /// Decodes a line of a known type with `"v": 1` directly; `None` when the line is anything
+    /// else or does not decode.
+    ///
+    /// The type is guessed from the line's start (`{"type":"…"`, as [`Event::to_line`] writes
+    /// it) or else read with a small envelope; either way the body decodes with `type` and `v`
+    /// in its `extra`, and they are checked there: a duplicate key (last one wins, as in the
+    /// `Value` path) cannot make a guess wrong.
+    fn decode_direct(line: &str) -> Option<Event> {
+        // Only objects: a JSON array would fill the envelope's fields by position.
+        if !line.trim_start().starts_with('{') {
+            return None;
+        }
+        let guessed = line
+            .strip_prefix("{\"type\":\"")
+            .and_then(|rest| rest.split_once('"'))
+            .map(|(kind, _)| kind)
+            .filter(|kind| !kind.contains('\\'));
+        let kind = match guessed {
+            Some(kind) => kind,
+            None => serde_json::from_str::<Envelope>(line).ok()?.kind?,
+        };
+        Some(match kind {
+            "run_started" => {
+                Event::RunStarted(body_of(line, kind, |e: &mut RunStarted| &mut e.extra)?)
+            }
+            "run_ended" => Event::RunEnded(body_of(line, kind, |e: &mut RunEnded| &mut e.extra)?),
+            "observation" => {
+                Event::Observation(Box::new(body_of(line, kind, |e: &mut Observation| {
+                    &mut e.extra
+                })?))
+            }
+            "decision" => Event::Decision(body_of(line, kind, |e: &mut Decision| &mut e.extra)?),
+            "result" => Event::Result(body_of(line, kind, |e: &mut ActionResult| &mut e.extra)?),
+            "note" => Event::Note(body_of(line, kind, |e: &mut Note| &mut e.extra)?),
+            _ => return None,
+        })
     }
 
     /// Decodes a parsed line; `Ok(None)` for an unknown type.
@@ -555,12 +599,13 @@ impl Event {
         let Value::Object(mut object) = value else {
             return Err(LineError::NotAnObject);
         };
-        let kind = match object.remove("type") {
+        // `shift_remove` keeps the order of the remaining (unknown) fields, as written back.
+        let kind = match object.shift_remove("type") {
             Some(Value::String(kind)) => kind,
             Some(_) => return Err(LineError::TypeNotString),
             None => return Err(LineError::MissingType),
         };
-        match object.remove("v") {
+        match object.shift_remove("v") {
             Some(Value::Number(n)) if n.as_u64() == Some(WIRE_VERSION) => {}
             Some(other) => return Err(LineError::Version(other.to_string())),
             None => return Err(LineError::MissingVersion),
@@ -577,6 +622,33 @@ impl Event {
         };
         Ok(Some(event))
     }
+}
+
+/// A line's `type`, read without building the rest (other fields are skipped).
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    /// Borrowed: a type name with escapes in it fails here and takes the `Value` path.
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<&'a str>,
+}
+
+/// A known type's fields straight from its line; `type` and `v` land in `extra`, must say
+/// `kind` and [`WIRE_VERSION`], and are taken out again (`shift_remove` keeps the order of the
+/// fields that remain).
+fn body_of<T: DeserializeOwned>(
+    line: &str,
+    kind: &str,
+    extra: impl FnOnce(&mut T) -> &mut Extra,
+) -> Option<T> {
+    let mut body: T = serde_json::from_str(line).ok()?;
+    let extra = extra(&mut body);
+    let Some(Value::String(said)) = extra.shift_remove("type") else {
+        return None;
+    };
+    let Some(Value::Number(version)) = extra.shift_remove("v") else {
+        return None;
+    };
+    (said == kind && version.as_u64() == Some(WIRE_VERSION)).then_some(body)
 }
 
 fn decode<T: DeserializeOwned>(kind: &str, body: Value) -> Result<T, LineError> {
@@ -835,6 +907,61 @@ mod tests {
         let line = r#"{"type":"note","v":1,"kind":"x","custom":{"a":[1,2]}}"#;
         let event = Event::from_line(line).unwrap().unwrap();
         assert_eq!(event.to_line(), line);
+    }
+
+    #[test]
+    fn unknown_fields_keep_their_order() {
+        let line = r#"{"type":"result","v":1,"z":1,"index":0,"action_type":"click","b":[2],"success":true,"a":{"c":3}}"#;
+        let event = Event::from_line(line).unwrap().unwrap();
+        let Event::Result(result) = &event else {
+            panic!("{event:?}")
+        };
+        let keys: Vec<&str> = result.extra.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["z", "b", "a"]);
+        let value: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(Event::from_value(value).unwrap().unwrap(), event);
+    }
+
+    #[test]
+    fn the_direct_decode_agrees_with_the_value_path() {
+        let observation = Event::Observation(Box::new(Observation {
+            run_id: Some("r".into()),
+            step: Some(3),
+            activity: Some("A".into()),
+            elements: vec![UiElement {
+                text: "Log \"in\" ✓".into(),
+                ref_id: Some(2),
+                ..UiElement::default()
+            }],
+            timings: [("dump".to_string(), Value::from(12.5))]
+                .into_iter()
+                .collect(),
+            ..Observation::default()
+        }));
+        let mut line = observation.to_line();
+        line.insert_str(line.len() - 1, r#","custom":{"k":[1,-2,3.5,null]}"#);
+        let direct = Event::decode_direct(&line).unwrap();
+        let value: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(Some(direct), Event::from_value(value).unwrap());
+        // Whatever the direct decode does not take goes the `Value` way, errors included.
+        assert_eq!(Event::decode_direct(r#"["note",1]"#), None);
+        assert_eq!(
+            Event::from_line(r#"["note",1]"#),
+            Err(LineError::NotAnObject)
+        );
+        assert_eq!(Event::decode_direct(r#"{"type":"mine","v":1}"#), None);
+        let twice = r#"{"type":"note","v":1,"kind":"k","type":"mine"}"#;
+        assert_eq!(Event::from_line(twice), Ok(None), "the last \"type\" wins");
+        assert_eq!(
+            Event::from_line(r#"{"type":"not\u0065","v":1,"kind":"k"}"#)
+                .unwrap()
+                .map(|e| e.type_name()),
+            Some("note")
+        );
+        assert_eq!(
+            Event::from_line(r#"{"type":"note","v":1.0,"kind":"k"}"#),
+            Err(LineError::Version("1.0".into()))
+        );
     }
 
     #[test]

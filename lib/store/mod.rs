@@ -99,9 +99,12 @@ impl Store {
         // journal_mode answers with a row, so it is read rather than executed.
         conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
             .map_err(open_err)?;
-        // A larger auto-checkpoint merges the many small per-step commits into fewer copies.
+        // A larger auto-checkpoint merges the many small per-step commits into fewer copies; a
+        // 16 MiB page cache (default 2 MiB) keeps a group of steps and the hot index pages
+        // in memory instead of spilling and re-reading them.
         conn.execute_batch(
-            "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=8192;",
+            "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=8192;
+             PRAGMA cache_size=-16384;",
         )
         .map_err(open_err)?;
         let store = Store {

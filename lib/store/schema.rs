@@ -3,11 +3,12 @@
 //! Migration 1 is seed 000's schema exactly (mobile_crawler's crawler.db: `runs`, `screens`,
 //! `step_logs`, `transitions`, `run_stats`, `ai_interactions` and their indexes). Migration 2 adds
 //! the event log and what droid needs to know about runs and screens. Migration 3 adds seed 002's
-//! graph tables, keyed by deterministic ids. A database is never downgraded: one with a newer
+//! graph tables, keyed by deterministic ids. Migration 4 indexes event times per run, so
+//! `run_stats`' duration does not read every event's JSON to reach its `ts`. A database is never downgraded: one with a newer
 //! version than [`LATEST`] is refused.
 
 /// Migrations in order; migration `i` brings the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[SEED_SCHEMA, EVENT_LOG, GRAPH];
+pub(crate) const MIGRATIONS: &[&str] = &[SEED_SCHEMA, EVENT_LOG, GRAPH, EVENT_TIMES];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -236,6 +237,12 @@ CREATE TABLE action_execution_coverage (
     updated_at TEXT,
     PRIMARY KEY (run_id, action_id)
 );
+"#;
+
+// `ts` is stored after the (often large) JSON: without this index, MIN/MAX(ts) of a run walks
+// the overflow pages of all its events.
+const EVENT_TIMES: &str = r#"
+CREATE INDEX idx_run_events_ts ON run_events(run_id, ts);
 "#;
 
 /// Tables derived from `run_events`; `rebuild` empties them (children first) and re-projects.
