@@ -1,30 +1,20 @@
 //! droid-act against droid-sim: verbs, decisions through the filter, hostile text.
 
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
-use super::common::droid;
+use super::common::{droid, feed};
 use super::device::{text_at, SimProc, NOTE_BODY};
 
 fn run_act(sim: &SimProc, args: &[&str], stdin: &str) -> Output {
-    let mut child = droid("droid-act")
-        .args(sim.flags())
-        .args(["--pause-ms", "0"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    feed(
+        droid("droid-act")
+            .args(sim.flags())
+            .args(["--pause-ms", "0"])
+            .args(args),
+        stdin,
+    )
 }
 
 /// One observation of the simulator, through droid-capture.
@@ -175,20 +165,10 @@ hostile_text! {
 /// The filter contract without a device: nothing opens one until a decision arrives. The
 /// server address is loopback but not `localhost`/`127.0.0.1`, so no adb server is started.
 fn act_without_device(stdin: &str) -> Output {
-    let mut child = droid("droid-act")
-        .args(["--adb-host", "127.0.0.2", "--adb-port", "1"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    feed(
+        droid("droid-act").args(["--adb-host", "127.0.0.2", "--adb-port", "1"]),
+        stdin,
+    )
 }
 
 #[test]

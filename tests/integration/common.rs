@@ -48,3 +48,22 @@ pub fn droid(name: &str) -> Command {
     );
     cmd
 }
+
+/// Runs `cmd` with `input` on its stdin and collects what it wrote.
+pub fn feed(cmd: &mut Command, input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning a droid binary");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    // A stage may exit before reading everything (a usage error); that is for the test to judge.
+    let _ = stdin.write_all(input.as_bytes());
+    drop(stdin);
+    child
+        .wait_with_output()
+        .expect("waiting for a droid binary")
+}

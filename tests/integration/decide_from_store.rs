@@ -1,33 +1,18 @@
 //! A one-shot droid-decide per step learns the exploration so far from crawler.db: the loop
 //! `capture | hash | decide --db --run | act | record --db` run step by step against droid-sim.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 use serde_json::Value;
 
-use super::common::droid;
+use super::common::{droid, feed};
 use super::device::{SimProc, NOTES_PACKAGE};
 
 const RUN: &str = "loop-run";
 
 /// Runs one binary of the loop on `input` and returns its stdout.
 fn stage(name: &str, args: &[String], input: &str) -> String {
-    let mut child = droid(name)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = feed(droid(name).args(args), input);
     assert!(
         out.status.success(),
         "{name}: {}",

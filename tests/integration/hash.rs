@@ -12,26 +12,14 @@ use image::{DynamicImage, Rgb, RgbImage};
 use serde_json::Value;
 
 use crate::capture::{assert_one_line_failure, write_png};
-use crate::common::{droid, fixtures};
+use crate::common::{droid, feed, fixtures};
 
 fn hash(args: &[&str]) -> Output {
     droid("droid-hash").args(args).output().unwrap()
 }
 
 fn hash_stdin(input: &str) -> Output {
-    let mut child = droid("droid-hash")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    feed(&mut droid("droid-hash"), input)
 }
 
 fn json(output: &Output) -> Value {
