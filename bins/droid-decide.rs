@@ -1,5 +1,7 @@
 //! droid-decide: one decision per observation, from the heuristic, random, or an LLM.
 
+mod common;
+
 use std::io::{self, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -124,19 +126,13 @@ fn provider_config(
     name: &str,
 ) -> anyhow::Result<ProviderConfig> {
     let kind = ProviderKind::parse(name).with_context(|| format!("{name} is not a provider"))?;
-    let (key_name, url_name) = match kind {
-        ProviderKind::Gemini => ("gemini_api_key", None),
-        ProviderKind::OpenRouter => ("openrouter_api_key", None),
-        ProviderKind::Ollama => ("ollama_api_key", Some("ollama_base_url")),
-        ProviderKind::OpenAi => ("openai_api_key", Some("openai_base_url")),
-    };
     let mut config = ProviderConfig::new(kind);
     config.model = args.model.clone().unwrap_or(config.model);
-    config.base_url = match url_name {
-        Some(url_name) => settings.plain(url_name, args.base_url.as_deref())?,
+    config.base_url = match kind.base_url_setting() {
+        Some(setting) => settings.plain(setting, args.base_url.as_deref())?,
         None => args.base_url.clone(),
     };
-    config.api_key = settings.secret(key_name, args.api_key.as_deref())?;
+    config.api_key = settings.secret(kind.key_setting(), args.api_key.as_deref())?;
     config.timeout = Duration::try_from_secs_f64(args.timeout).context("--timeout")?;
     config.retry = RetryPolicy {
         base_delay: Duration::from_millis(args.retry_base_ms),
@@ -218,11 +214,5 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("droid-decide: error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    common::finish("droid-decide", run(Args::parse()))
 }

@@ -54,6 +54,25 @@ impl ProviderKind {
         ProviderKind::ALL.into_iter().find(|p| p.as_str() == name)
     }
 
+    /// The setting (user_config.db key; upper-cased, the environment variable) holding its key.
+    pub fn key_setting(self) -> &'static str {
+        match self {
+            ProviderKind::Gemini => "gemini_api_key",
+            ProviderKind::OpenRouter => "openrouter_api_key",
+            ProviderKind::Ollama => "ollama_api_key",
+            ProviderKind::OpenAi => "openai_api_key",
+        }
+    }
+
+    /// The setting holding a self-hosted endpoint, for the providers that have one.
+    pub fn base_url_setting(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Ollama => Some("ollama_base_url"),
+            ProviderKind::OpenAi => Some("openai_base_url"),
+            ProviderKind::Gemini | ProviderKind::OpenRouter => None,
+        }
+    }
+
     /// Where the provider lives when `--base-url` is not given.
     pub fn default_base_url(self) -> &'static str {
         match self {
