@@ -68,7 +68,7 @@ const SUBMIT: [&str; 22] = [
 ];
 
 /// The rank of dismissive widgets ("Cancel", "Navigate up"); risky ones rank after them.
-const DISMISSIVE: u8 = 4;
+const DISMISSIVE: u8 = 5;
 
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,17 +273,17 @@ impl Heuristic {
         // Fields being filled go with the form's submit when it is untried: the form's other
         // widgets ("Forgot password?") are tried on a later visit.
         let submits: Vec<&UiElement> = widgets.iter().filter(|e| submit(e)).copied().collect();
-        let mut next = if !fields.is_empty() && !submits.is_empty() {
+        let next = if !fields.is_empty() && !submits.is_empty() {
             self.best(&observation.elements, submits, has_form)
         } else {
             self.best(&observation.elements, widgets, has_form)
         };
         // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
         let scroll = self.graph.offers(screen, SCROLL) && !self.graph.is_tried(screen, SCROLL);
-        if fields.is_empty() && scroll && next.is_none_or(|(_, rank)| rank >= DISMISSIVE) {
+        if fields.is_empty() && scroll && !next.is_some_and(|(_, rank)| rank < DISMISSIVE) {
             return Some(vec![scroll_down("rows further down this list")]);
         }
-        let next = next.take().map(|(widget, _)| widget);
+        let next = next.map(|(widget, _)| widget);
         let mut actions: Vec<Action> = fields.iter().map(|field| self.fill(field)).collect();
         // A fill is batched with the form's submit only: typing into a search bar may itself
         // lead elsewhere, and the click would land on the wrong screen.
@@ -311,18 +311,20 @@ impl Heuristic {
             let risky = is_risky(e, label);
             let text = label.to_lowercase();
             let submit = (has_form && SUBMIT.iter().any(|word| text.contains(word))).then_some(());
-            let dismissive =
-                text == "back" || DISMISS.iter().any(|word| text.starts_with(word));
+            let dismissive = text == "back" || DISMISS.iter().any(|word| text.starts_with(word));
             // Switches, check boxes and radio buttons change a setting in place; they rarely
             // lead to another screen.
             let toggle = e.checkable;
+            // A list's own scroll shows rows (and often a screen) not seen yet: one step, first.
+            let scroll = primary_action(e) == ActionType::ScrollDown;
             match (risky, dismissive, toggle, submit, label.is_empty()) {
                 (true, _, _, _, _) => DISMISSIVE + 1,
                 (false, true, _, _, _) => DISMISSIVE,
-                (false, false, true, _, _) => 3,
-                (false, false, false, _, true) => 2,
-                (false, false, false, Some(_), false) => 1,
-                (false, false, false, None, false) => 0,
+                _ if scroll => 0,
+                (false, false, true, _, _) => 4,
+                (false, false, false, _, true) => 3,
+                (false, false, false, Some(_), false) => 2,
+                (false, false, false, None, false) => 1,
             }
         };
         let best = widgets.iter().map(|e| rank(e)).min()?;

@@ -172,6 +172,16 @@ mod tests {
     }
 
     #[test]
+    fn three_rows_of_one_kind_without_a_scrollable_container_are_a_list() {
+        let rows: Vec<UiElement> = (0..3).map(|_| element("Row", "com.app:id/row")).collect();
+        assert!(is_unmarked_list(&rows));
+        assert!(!is_unmarked_list(&rows[..2]));
+        let mut scrollable = rows.clone();
+        scrollable[0].scrollable = true;
+        assert!(!is_unmarked_list(&scrollable));
+    }
+
+    #[test]
     fn signature_falls_back_and_ignores_typed_text() {
         let mut field = element("typed", "com.app:id/email");
         field.editable = true;
