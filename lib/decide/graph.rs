@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use sha2::{Digest, Sha256};
 
-use super::widgets::{is_actionable, is_risky, label_in, primary_action, signature};
+use super::widgets::{
+    is_actionable, is_risky, is_unmarked_list, label_in, primary_action, signature,
+};
 use crate::events::Observation;
 use crate::hash;
 
@@ -19,6 +21,9 @@ pub type ActionKey = String;
 
 /// The key of the system back action, available on every screen.
 pub const BACK: &str = "back";
+
+/// The key of scrolling a whole screen down, offered on lists without a scrollable container.
+pub const SCROLL: &str = "scroll_down";
 
 /// The key of `action` on an element with `signature`.
 pub fn action_key(action: crate::events::ActionType, signature: &str) -> ActionKey {
@@ -107,6 +112,9 @@ impl Graph {
             let risky = is_risky(element, label_in(&observation.elements, element));
             screen.actions.entry(key).or_insert(risky);
         }
+        if is_unmarked_list(&observation.elements) {
+            screen.actions.entry(SCROLL.to_string()).or_insert(false);
+        }
         id
     }
 
@@ -163,6 +171,13 @@ impl Graph {
                 .entry(to)
                 .or_default() += 1;
         }
+    }
+
+    /// Whether the screen offers `key` (seen on it at least once).
+    pub fn offers(&self, screen: ScreenId, key: &str) -> bool {
+        self.screens
+            .get(screen)
+            .is_some_and(|s| s.actions.contains_key(key))
     }
 
     /// Times the screen was seen.

@@ -14,7 +14,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::graph::{action_key, ActionKey, Graph, ScreenId, BACK};
+use super::graph::{action_key, ActionKey, Graph, ScreenId, BACK, SCROLL};
 use super::widgets::{bounding_box, is_actionable, is_risky, label_in, primary_action, signature};
 use super::Credentials;
 use crate::events::{Action, ActionType, Observation};
@@ -26,8 +26,9 @@ const BACKS_BEFORE_RELAUNCH: u32 = 1;
 /// Times a field is filled on one screen (forms are emptied when left and entered again).
 const MAX_FILLS: u32 = 3;
 
-/// Labels of buttons that skip content or close it: tried after everything else but risky ones.
-const DISMISS: [&str; 8] = [
+/// Labels of buttons that skip content, close it or go back up (the toolbar's back arrow): tried
+/// after everything else but risky ones, so a new screen is explored before it is left.
+const DISMISS: [&str; 9] = [
     "skip",
     "not now",
     "later",
@@ -36,6 +37,7 @@ const DISMISS: [&str; 8] = [
     "no thanks",
     "dismiss",
     "maybe later",
+    "navigate up",
 ];
 
 /// Labels of a form's submit button: tried after the form's other widgets (which often lead to
@@ -64,6 +66,9 @@ const SUBMIT: [&str; 22] = [
     "register",
     "create",
 ];
+
+/// The rank of dismissive widgets ("Cancel", "Navigate up"); risky ones rank after them.
+const DISMISSIVE: u8 = 5;
 
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,8 +139,10 @@ impl Heuristic {
     /// was executed on the current screen.
     pub fn learn_action(&mut self, observation: &Observation, action: &Action) {
         let Some(screen) = self.current else { return };
+        let whole_screen = action.ref_id.is_none() && action.target_bounding_box.is_none();
         let key = match action.action {
             ActionType::Back => BACK.to_string(),
+            ActionType::ScrollDown if whole_screen => SCROLL.to_string(),
             kind => match target_element(observation, action) {
                 Some(element) => action_key(kind, &signature(element)),
                 None => return,
@@ -277,7 +284,20 @@ impl Heuristic {
             })
             .copied()
             .collect();
-        let next = self.best(&observation.elements, widgets, has_form);
+        // Fields being filled go with the form's submit when it is untried: the form's other
+        // widgets ("Forgot password?") are tried on a later visit.
+        let submits: Vec<&UiElement> = widgets.iter().filter(|e| submit(e)).copied().collect();
+        let next = if !fields.is_empty() && !submits.is_empty() {
+            self.best(&observation.elements, submits, has_form)
+        } else {
+            self.best(&observation.elements, widgets, has_form)
+        };
+        // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
+        let scroll = self.graph.offers(screen, SCROLL) && !self.graph.is_tried(screen, SCROLL);
+        if fields.is_empty() && scroll && !next.is_some_and(|(_, rank)| rank < DISMISSIVE) {
+            return Some(vec![scroll_down("rows further down this list")]);
+        }
+        let next = next.map(|(widget, _)| widget);
         let mut actions: Vec<Action> = fields.iter().map(|field| self.fill(field)).collect();
         // A fill is batched with the form's submit only: typing into a search bar may itself
         // lead elsewhere, and the click would land on the wrong screen.
@@ -299,27 +319,32 @@ impl Heuristic {
         elements: &[UiElement],
         widgets: Vec<&'a UiElement>,
         has_form: bool,
-    ) -> Option<&'a UiElement> {
+    ) -> Option<(&'a UiElement, u8)> {
         let rank = |e: &UiElement| {
             let label = label_in(elements, e);
             let risky = is_risky(e, label);
             let text = label.to_lowercase();
             let submit = (has_form && SUBMIT.iter().any(|word| text.contains(word))).then_some(());
-            let dismissive = DISMISS
-                .iter()
-                .any(|word| label.to_lowercase().starts_with(word));
-            match (risky, dismissive, submit, label.is_empty()) {
-                (true, _, _, _) => 4,
-                (false, true, _, _) => 3,
-                (false, false, _, true) => 2,
-                (false, false, Some(_), false) => 1,
-                (false, false, None, false) => 0,
+            let dismissive = text == "back" || DISMISS.iter().any(|word| text.starts_with(word));
+            // Switches, check boxes and radio buttons change a setting in place; they rarely
+            // lead to another screen.
+            let toggle = e.checkable;
+            // A list's own scroll shows rows (and often a screen) not seen yet: one step, first.
+            let scroll = primary_action(e) == ActionType::ScrollDown;
+            match (risky, dismissive, toggle, submit, label.is_empty()) {
+                (true, _, _, _, _) => DISMISSIVE + 1,
+                (false, true, _, _, _) => DISMISSIVE,
+                _ if scroll => 0,
+                (false, false, true, _, _) => 4,
+                (false, false, false, _, true) => 3,
+                (false, false, false, Some(_), false) => 2,
+                (false, false, false, None, false) => 1,
             }
         };
         let best = widgets.iter().map(|e| rank(e)).min()?;
         let mut tied: Vec<&UiElement> = widgets.into_iter().filter(|e| rank(e) == best).collect();
         tied.shuffle(&mut self.rng);
-        tied.first().copied()
+        tied.first().map(|e| (*e, best))
     }
 
     /// The field already shows what this heuristic typed (or password dots): it needs no filling.
@@ -331,6 +356,9 @@ impl Heuristic {
 
     /// The action behind `key` on the current observation, to walk a known path.
     fn replay(&self, observation: &Observation, key: &str) -> Option<Action> {
+        if key == SCROLL {
+            return Some(scroll_down("on the way to a screen with untried actions"));
+        }
         if key == BACK {
             return Some(
                 back("on the way to a screen with untried actions".into())
@@ -404,6 +432,13 @@ impl Heuristic {
             "Hello from droid".into()
         }
     }
+}
+
+fn scroll_down(why: &str) -> Action {
+    let mut action = Action::new(ActionType::ScrollDown);
+    action.action_desc = Some("scroll the screen down".into());
+    action.reasoning = Some(why.to_string());
+    action
 }
 
 fn back(why: String) -> Choice {

@@ -86,6 +86,25 @@ pub fn is_risky(element: &UiElement, label: &str) -> bool {
     RISKY.iter().any(|risky| words.contains(risky))
 }
 
+/// Rows of one kind (three or more actionable elements sharing class and id) and no scrollable
+/// container: a list the screen itself may scroll, showing rows further down.
+pub fn is_unmarked_list(elements: &[UiElement]) -> bool {
+    if elements.iter().any(|e| e.scrollable) {
+        return false;
+    }
+    let mut kinds: std::collections::HashMap<(&str, &str), usize> = Default::default();
+    elements
+        .iter()
+        .filter(|e| is_actionable(e) && !e.editable)
+        .any(|e| {
+            let count = kinds
+                .entry((e.class_name.as_str(), e.resource_id.as_str()))
+                .or_default();
+            *count += 1;
+            *count >= 3
+        })
+}
+
 /// The main action for an element.
 pub fn primary_action(element: &UiElement) -> ActionType {
     if element.editable {
@@ -150,6 +169,16 @@ mod tests {
             &element("Settings", "com.app:id/settings"),
             "Settings"
         ));
+    }
+
+    #[test]
+    fn three_rows_of_one_kind_without_a_scrollable_container_are_a_list() {
+        let rows: Vec<UiElement> = (0..3).map(|_| element("Row", "com.app:id/row")).collect();
+        assert!(is_unmarked_list(&rows));
+        assert!(!is_unmarked_list(&rows[..2]));
+        let mut scrollable = rows.clone();
+        scrollable[0].scrollable = true;
+        assert!(!is_unmarked_list(&scrollable));
     }
 
     #[test]

@@ -442,30 +442,35 @@ fn hashed(observation: Observation) -> Observation {
 }
 
 /// The bar is every reachable screen of the bundled apps and 90% of the notes app within
-/// 3 × (reachable screens) steps. Measured (seed 1): shop 19/23, settings 27/45, tiny 8/9, notes
-/// 24/39 against random's 5, 18, 5 and 12: the bar is not met yet, so this asserts what holds
-/// (clearly better than random, and at least half of every app) and prints the figures.
+/// 3 × (reachable screens) steps. Measured (seed 1): shop 20/23, settings 36/45, tiny 9/9, notes
+/// 25/39 against random's 5, 18, 5 and 12. Tiny meets the bar; the others do not yet, so their
+/// floor is what the heuristic reaches today (a regression guard), and the figures are printed.
 #[test]
 fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
-    let mut apps: Vec<String> = droid::sim::model::builtin_names()
-        .into_iter()
-        .map(|name| format!("builtin:{name}"))
-        .collect();
-    apps.push(
-        fixtures()
-            .join("apps/notes/model.json")
-            .display()
-            .to_string(),
-    );
+    let notes = fixtures()
+        .join("apps/notes/model.json")
+        .display()
+        .to_string();
+    let floors = [
+        ("builtin:shop".to_string(), 20),
+        ("builtin:settings".to_string(), 36),
+        ("builtin:tiny".to_string(), 9),
+        (notes, 25),
+    ];
     let mut report = Vec::new();
-    for app in &apps {
+    for (app, floor) in &floors {
         let (heuristic, reachable) = explore(app, false);
         let (random, _) = explore(app, true);
         report.push(format!(
             "{app}: heuristic {heuristic}/{reachable}, random {random}/{reachable}"
         ));
         assert!(heuristic > random, "{report:#?}");
-        assert!(heuristic * 2 >= reachable, "{report:#?}");
+        assert!(heuristic >= *floor, "{report:#?}");
     }
+    assert_eq!(
+        floors.len(),
+        droid::sim::model::builtin_names().len() + 1,
+        "every bundled app is measured"
+    );
     eprintln!("coverage within 3 x reachable steps: {report:#?}");
 }
