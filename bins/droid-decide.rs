@@ -153,16 +153,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Command::Models { provider, all }) = args.command {
         let models = decide::list_models(provider_config(&args, &mut settings, &name(provider))?)?;
         let mut out = io::stdout().lock();
-        for model in models.iter().filter(|m| all || m.vision == Some(true)) {
-            let line = match all {
-                false => model.name.clone(),
-                true => {
-                    let label = model
-                        .vision
-                        .map_or("unknown", |v| if v { "vision" } else { "text" });
-                    format!("{}\t{label}", model.name)
-                }
-            };
+        for line in decide::model_list_lines(&models, all) {
             match writeln!(out, "{line}") {
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break,
                 other => other.context("writing the model list")?,

@@ -96,10 +96,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<ExitCode> {
     if let Some(Command::Config { config_db, action }) = args.command {
-        let path = config_db.unwrap_or_else(|| {
-            let xdg = std::env::var("XDG_CONFIG_HOME").ok();
-            config::default_path(xdg.as_deref(), std::env::var("HOME").ok().as_deref())
-        });
+        let path = config_db.unwrap_or_else(config::default_path_from_env);
         let user = UserConfig::open(&path).with_context(|| format!("{}", path.display()))?;
         return configure(user, action);
     }

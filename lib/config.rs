@@ -173,6 +173,13 @@ pub fn default_path(xdg_config_home: Option<&str>, home: Option<&str>) -> PathBu
     base.join("droid").join("user_config.db")
 }
 
+/// [`default_path`] for this process's `XDG_CONFIG_HOME` and `HOME`.
+pub fn default_path_from_env() -> PathBuf {
+    let xdg = std::env::var("XDG_CONFIG_HOME").ok();
+    let home = std::env::var("HOME").ok();
+    default_path(xdg.as_deref(), home.as_deref())
+}
+
 /// The machine-bound id the secret key is derived from: `/etc/machine-id`, else the host name
 /// and the user.
 pub fn machine_id() -> Secret {
@@ -553,9 +560,7 @@ impl Settings {
         let user = match config_db {
             Some(path) => Some(UserConfig::open(path)?),
             None => {
-                let xdg = std::env::var("XDG_CONFIG_HOME").ok();
-                let home = std::env::var("HOME").ok();
-                let path = default_path(xdg.as_deref(), home.as_deref());
+                let path = default_path_from_env();
                 match path.is_file() {
                     true => Some(UserConfig::open(&path)?),
                     false => None,

@@ -98,6 +98,24 @@ pub fn list_models(config: ProviderConfig) -> Result<Vec<provider::ModelInfo>, P
     provider::connect(config)?.list_models()
 }
 
+/// The lines `droid-decide models` prints: vision-capable model names, or with `all` every
+/// model with its capability (`vision`, `text`, `unknown`) after a tab.
+pub fn model_list_lines(models: &[provider::ModelInfo], all: bool) -> Vec<String> {
+    models
+        .iter()
+        .filter(|m| all || m.vision == Some(true))
+        .map(|m| match all {
+            false => m.name.clone(),
+            true => {
+                let label = m
+                    .vision
+                    .map_or("unknown", |v| if v { "vision" } else { "text" });
+                format!("{}\t{label}", m.name)
+            }
+        })
+        .collect()
+}
+
 /// Runs the stage over event lines. Human messages (bad input lines, model failures) go to
 /// `messages`; they are also in the output as `note` events where they concern the run.
 pub fn run(
@@ -461,4 +479,29 @@ fn stuck_in(observation: &Observation) -> Option<String> {
         .and_then(Value::as_str)
         .map(str::to_string);
     flagged.then(|| reason.unwrap_or_else(|| "stuck".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::provider::{ModelInfo, ProviderKind};
+    use super::*;
+
+    #[test]
+    fn model_lists_show_vision_models_unless_all_are_asked_for() {
+        let model = |name: &str, vision| ModelInfo {
+            provider: ProviderKind::Ollama,
+            name: name.into(),
+            vision,
+        };
+        let models = [
+            model("llava", Some(true)),
+            model("llama3", Some(false)),
+            model("mystery", None),
+        ];
+        assert_eq!(model_list_lines(&models, false), ["llava"]);
+        assert_eq!(
+            model_list_lines(&models, true),
+            ["llava\tvision", "llama3\ttext", "mystery\tunknown"]
+        );
+    }
 }
