@@ -266,7 +266,6 @@ fn sim_server() {
 /// whole capture with the parts concurrent and sequential. Target: concurrent <= 1.1 x the
 /// slower of dump and screenshot.
 fn capture() {
-    use droid::adb::ServerConfig;
     use droid::capture::{observe_device, DeviceOptions};
     use droid::device::{AdbDevice, Device, DeviceConfig};
     use droid::sim::{fault::Latency, Sim, SimConfig};
@@ -276,17 +275,8 @@ fn capture() {
     let mut config = SimConfig::new(model.to_string_lossy());
     config.latency = Latency::Realistic;
     let sim = Sim::start(config).expect("simulator");
-    let device = AdbDevice::connect(DeviceConfig {
-        server: ServerConfig {
-            host: "127.0.0.1".into(),
-            port: sim.port(),
-            start_server: false,
-            ..ServerConfig::default()
-        },
-        serial: Some(sim.serial().to_string()),
-        ..DeviceConfig::default()
-    })
-    .expect("connect to the simulator");
+    let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial()))
+        .expect("connect to the simulator");
     let info = device.info().expect("device info");
     let out = std::env::temp_dir().join(format!("droid-bench-capture-{}", std::process::id()));
     let dump = median(RUNS, || device.dump_hierarchy().expect("dump"));

@@ -106,6 +106,23 @@ pub struct DeviceConfig {
     pub dump_path: String,
 }
 
+impl DeviceConfig {
+    /// The device `serial` behind an ADB server already listening on 127.0.0.1:`port`, such as
+    /// droid-sim, which droid must never try to start.
+    pub fn loopback(port: u16, serial: &str) -> DeviceConfig {
+        DeviceConfig {
+            server: ServerConfig {
+                host: "127.0.0.1".into(),
+                port,
+                start_server: false,
+                ..ServerConfig::default()
+            },
+            serial: Some(serial.to_string()),
+            ..DeviceConfig::default()
+        }
+    }
+}
+
 impl Default for DeviceConfig {
     fn default() -> Self {
         DeviceConfig {

@@ -322,7 +322,6 @@ fn stage_runs_in_process_over_a_reader_and_a_writer() {
 /// Screens of the model reached within `3 × reachable` steps of capture → hash → decide → act
 /// against the simulator, measured with its truth log: `(reached, reachable)`.
 fn explore(app: &str, random: bool) -> (usize, usize) {
-    use droid::adb::ServerConfig;
     use droid::capture::device::{observe_device, DeviceOptions};
     use droid::device::{AdbDevice, Device, DeviceConfig};
     use droid::sim::model::AppModel;
@@ -351,17 +350,7 @@ fn explore(app: &str, random: bool) -> (usize, usize) {
         ..SimConfig::new(app)
     })
     .unwrap();
-    let device = AdbDevice::connect(DeviceConfig {
-        server: ServerConfig {
-            host: "127.0.0.1".into(),
-            port: sim.port(),
-            start_server: false,
-            ..ServerConfig::default()
-        },
-        serial: Some(sim.serial().to_string()),
-        ..DeviceConfig::default()
-    })
-    .unwrap();
+    let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial())).unwrap();
     device.launch(&package).unwrap();
     let info = device.info().unwrap();
     let act = droid::act::Config {

@@ -59,16 +59,9 @@ impl SimProc {
     }
 
     pub fn device_config(&self) -> DeviceConfig {
-        DeviceConfig {
-            server: ServerConfig {
-                host: "127.0.0.1".into(),
-                port: self.port,
-                timeout: Duration::from_secs(10),
-                start_server: false,
-            },
-            serial: Some(self.serial.clone()),
-            ..DeviceConfig::default()
-        }
+        let mut config = DeviceConfig::loopback(self.port, &self.serial);
+        config.server.timeout = Duration::from_secs(10);
+        config
     }
 
     pub fn device(&self) -> AdbDevice {
