@@ -768,37 +768,75 @@ impl<R: BufRead> EventReader<R> {
     }
 }
 
+impl<R: BufRead> EventReader<R> {
+    /// Reads the next line without decoding it (blank lines included), so the caller can
+    /// decode it elsewhere with [`RawLine::decode`]; `None` at end of input.
+    pub fn next_raw(&mut self) -> Option<io::Result<RawLine>> {
+        let outcome = match self.read_raw() {
+            Ok(None) => return None,
+            Ok(Some(outcome)) => outcome,
+            Err(e) => return Some(Err(e)),
+        };
+        // A copy of exactly the line's size; `buf` keeps its capacity for the next line.
+        let bytes = outcome.map(|()| self.buf.clone());
+        Some(Ok(RawLine {
+            number: self.line,
+            bytes,
+        }))
+    }
+}
+
+/// One line as read, not decoded yet.
+#[derive(Debug)]
+pub struct RawLine {
+    number: u64,
+    bytes: Result<Vec<u8>, LineError>,
+}
+
+impl RawLine {
+    /// How many bytes of the line are held (none for a line already known to be bad).
+    pub fn size(&self) -> usize {
+        self.bytes.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Decodes the line; `None` for a blank line, which is skipped.
+    pub fn decode(self) -> Option<Result<Line, ReadError>> {
+        let number = self.number;
+        let bad = |reason| {
+            Some(Err(ReadError::Line {
+                line: number,
+                reason,
+            }))
+        };
+        let bytes = match self.bytes {
+            Ok(bytes) => bytes,
+            Err(reason) => return bad(reason),
+        };
+        let Ok(raw) = String::from_utf8(bytes) else {
+            return bad(LineError::NotUtf8);
+        };
+        if raw.trim().is_empty() {
+            return None;
+        }
+        match Event::from_line(&raw) {
+            Ok(event) => Some(Ok(Line { number, raw, event })),
+            Err(reason) => bad(reason),
+        }
+    }
+}
+
 impl<R: BufRead> Iterator for EventReader<R> {
     type Item = Result<Line, ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let outcome = match self.read_raw() {
-                Ok(None) => return None,
-                Ok(Some(outcome)) => outcome,
+            let raw = match self.next_raw()? {
+                Ok(raw) => raw,
                 Err(e) => return Some(Err(ReadError::Io(e))),
             };
-            let number = self.line;
-            let bad = |reason| {
-                Some(Err(ReadError::Line {
-                    line: number,
-                    reason,
-                }))
-            };
-            if let Err(reason) = outcome {
-                return bad(reason);
+            if let Some(item) = raw.decode() {
+                return Some(item);
             }
-            let Ok(raw) = std::str::from_utf8(&self.buf) else {
-                return bad(LineError::NotUtf8);
-            };
-            if raw.trim().is_empty() {
-                continue;
-            }
-            let raw = raw.to_string();
-            return match Event::from_line(&raw) {
-                Ok(event) => Some(Ok(Line { number, raw, event })),
-                Err(reason) => bad(reason),
-            };
         }
     }
 }
