@@ -3,12 +3,14 @@
 //! offers (by widget signature), which were tried, and the edges learned from what followed an
 //! action.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use sha2::{Digest, Sha256};
 
 use super::widgets::{
-    is_actionable, is_risky, is_unmarked_list, label_in, primary_action, signature,
+    controls, is_actionable, is_unmarked_list, primary_action, promise, rank, signature, Rank,
+    SCREEN_SCROLL,
 };
 use crate::events::Observation;
 use crate::hash;
@@ -36,24 +38,52 @@ struct Screen {
     structure: String,
     /// Digest of the actionable widgets' signatures; empty when there are none.
     widgets: String,
-    /// Every action seen on this screen, with whether it is risky.
-    actions: BTreeMap<ActionKey, bool>,
+    /// Every action seen on this screen, with its rank.
+    actions: BTreeMap<ActionKey, Rank>,
     tried: BTreeSet<ActionKey>,
     /// Learned edges: action → target screen → times seen.
     edges: BTreeMap<ActionKey, BTreeMap<ScreenId, u32>>,
     visits: u32,
     /// A screen of another app: never a goal of exploration.
     outside: bool,
+    /// A screen of another app the exploration may enter (a share sheet, a file picker): passed
+    /// through, explored only when the app itself offers less.
+    guest: bool,
+    /// The screen this one was first reached from: where an untried back is expected to lead.
+    parent: Option<ScreenId>,
+    /// Actions tried here whose outcome was seen, and how many of those showed a new screen.
+    outcomes: u32,
+    discoveries: u32,
 }
 
 impl Screen {
-    fn untried(&self, risky: bool) -> bool {
-        !self.outside
-            && self
-                .actions
-                .iter()
-                .any(|(key, is_risky)| *is_risky == risky && !self.tried.contains(key))
+    /// How likely an untried action here is to show a new screen, from what the tried ones
+    /// showed (Laplace's rule: a half for a screen with no outcome yet).
+    fn productivity(&self) -> f64 {
+        let rate = f64::from(self.discoveries + 1) / f64::from(self.outcomes + 2);
+        match self.guest {
+            true => rate * GUEST,
+            false => rate,
+        }
     }
+}
+
+/// The first move of a path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Action(ActionKey),
+    /// Force-stop and start the app: leads to the screen it launches on.
+    Relaunch,
+}
+
+/// Where to explore next, away from the current screen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub first: Step,
+    pub goal: ScreenId,
+    /// The goal's best untried action's [`Graph::promise`] times the goal's productivity,
+    /// divided by the steps to reach and take it: comparable with [`Graph::value_here`].
+    pub value: f64,
 }
 
 /// Screens, actions and edges of one exploration.
@@ -61,7 +91,34 @@ impl Screen {
 pub struct Graph {
     screens: Vec<Screen>,
     by_activity: HashMap<String, Vec<ScreenId>>,
+    /// The screen the app shows when (re)launched.
+    launch: Option<ScreenId>,
+    /// Per widget's action key, the screens it was tried on where it showed another screen, and
+    /// that one.
+    led_away_on: HashMap<ActionKey, Vec<(ScreenId, ScreenId)>>,
+    /// [`Graph::siblings`] answers, until one of the pair gains an action.
+    sibling_cache: RefCell<HashMap<(ScreenId, ScreenId), bool>>,
 }
+
+/// An untried widget that led away from a sibling screen (one sharing most of its actions: a
+/// tab bar, a toolbar, an overflow menu) usually leads where it led from the sibling: its promise
+/// is scaled by how sure that is. Sure when it led to this screen or one of its siblings (a tab
+/// bar) or to one screen from two siblings or more. (One that did nothing on a sibling may just
+/// have been disabled there.)
+const SIBLING_TRIED: f64 = 0.125;
+
+/// Led elsewhere from one sibling only: an overflow menu often lists other items on another
+/// page of the same activity (notes' checklist menu against its text note menu).
+const SIBLING_ONCE: f64 = 0.35;
+
+/// Led to different screens from different siblings: it depends on the page it is on.
+const SIBLING_VARIES: f64 = 0.5;
+
+/// How much less a guest screen's untried actions are worth than the app's own.
+const GUEST: f64 = 0.3;
+
+/// Actions two sibling screens share at least.
+const SIBLING_SHARED: usize = 3;
 
 impl Graph {
     pub fn new() -> Graph {
@@ -101,21 +158,47 @@ impl Graph {
                     edges: BTreeMap::new(),
                     visits: 0,
                     outside: false,
+                    guest: false,
+                    parent: None,
+                    outcomes: 0,
+                    discoveries: 0,
                 });
                 self.by_activity.entry(activity).or_default().push(id);
                 id
             });
         let screen = &mut self.screens[id];
         screen.visits += 1;
-        for element in observation.elements.iter().filter(|e| is_actionable(e)) {
+        let elements = &observation.elements;
+        let has_form = elements.iter().any(|e| e.editable && is_actionable(e));
+        let known = screen.actions.len();
+        for element in controls(elements) {
             let key = action_key(primary_action(element), &signature(element));
-            let risky = is_risky(element, label_in(&observation.elements, element));
-            screen.actions.entry(key).or_insert(risky);
+            let rank = rank(elements, element, has_form);
+            screen.actions.entry(key).or_insert(rank);
         }
-        if is_unmarked_list(&observation.elements) {
-            screen.actions.entry(SCROLL.to_string()).or_insert(false);
+        if is_unmarked_list(elements) {
+            screen
+                .actions
+                .entry(SCROLL.to_string())
+                .or_insert(SCREEN_SCROLL);
+        }
+        if screen.actions.len() != known {
+            self.sibling_cache
+                .get_mut()
+                .retain(|&(a, b), _| a != id && b != id);
         }
         id
+    }
+
+    /// The screen the app shows when launched: the goal of [`Step::Relaunch`].
+    pub fn set_launch(&mut self, screen: ScreenId) {
+        if screen < self.screens.len() {
+            self.launch = Some(screen);
+        }
+    }
+
+    pub fn launch(&self) -> Option<ScreenId> {
+        self.launch
     }
 
     /// The known screen an observation shows: same activity and the same actionable widgets
@@ -141,6 +224,13 @@ impl Graph {
         })
     }
 
+    /// Marks a screen as belonging to another app the exploration may enter.
+    pub fn mark_guest(&mut self, screen: ScreenId) {
+        if let Some(screen) = self.screens.get_mut(screen) {
+            screen.guest = true;
+        }
+    }
+
     /// Marks a screen as belonging to another app, so paths never aim at it.
     pub fn mark_outside(&mut self, screen: ScreenId) {
         if let Some(screen) = self.screens.get_mut(screen) {
@@ -154,23 +244,116 @@ impl Graph {
         }
     }
 
+    /// Makes a tried action worth trying again (the screen's state changed).
+    pub fn mark_untried(&mut self, screen: ScreenId, key: &str) {
+        if let Some(screen) = self.screens.get_mut(screen) {
+            screen.tried.remove(key);
+        }
+    }
+
     pub fn is_tried(&self, screen: ScreenId, key: &str) -> bool {
         self.screens
             .get(screen)
             .is_some_and(|s| s.tried.contains(key))
     }
 
-    /// Records that `key` on `from` led to `to`.
+    /// Records that `key` on `from` led to `to` (just observed). The first outcome of an action
+    /// counts towards the screen's productivity; a screen seen for the first time remembers
+    /// where it was reached from.
     pub fn record_edge(&mut self, from: ScreenId, key: &str, to: ScreenId) {
-        if let Some(screen) = self.screens.get_mut(from) {
-            screen.tried.insert(key.to_string());
-            *screen
-                .edges
-                .entry(key.to_string())
-                .or_default()
-                .entry(to)
-                .or_default() += 1;
+        let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
+            return;
+        };
+        let Some(screen) = self.screens.get_mut(from) else {
+            return;
+        };
+        screen.tried.insert(key.to_string());
+        let targets = screen.edges.entry(key.to_string()).or_default();
+        if targets.is_empty() {
+            let discovered = u32::from(first_seen && to != from);
+            screen.outcomes += 1;
+            screen.discoveries += discovered;
+            if key != BACK && key != SCROLL && to != from {
+                self.led_away_on
+                    .entry(key.to_string())
+                    .or_default()
+                    .push((from, to));
+            }
         }
+        *targets.entry(to).or_default() += 1;
+        if first_seen && to != from && Some(to) != self.launch {
+            self.screens[to].parent.get_or_insert(from);
+        }
+    }
+
+    /// How likely trying `key` (ranked `rank` by its looks) on `screen` is to show a new screen,
+    /// before the screen's productivity: the rank's promise, scaled down when the key led away
+    /// from a sibling screen (see [`SIBLING_TRIED`]).
+    pub fn promise(&self, screen: ScreenId, key: &str, rank: Rank) -> f64 {
+        promise(rank) * self.sibling_scale(screen, key)
+    }
+
+    fn sibling_scale(&self, screen: ScreenId, key: &str) -> f64 {
+        let targets: Vec<ScreenId> = self.led_away_on.get(key).map_or(Vec::new(), |moves| {
+            moves
+                .iter()
+                .filter(|&&(other, _)| other != screen && self.siblings(screen, other))
+                .map(|&(_, to)| to)
+                .collect()
+        });
+        let distinct: HashSet<ScreenId> = targets.iter().copied().collect();
+        let among_siblings = distinct
+            .iter()
+            .any(|&to| to == screen || self.siblings(screen, to));
+        match (targets.len(), distinct.len()) {
+            (0, _) => 1.0,
+            _ if among_siblings => SIBLING_TRIED,
+            (1, _) => SIBLING_ONCE,
+            (_, 1) => SIBLING_TRIED,
+            _ => SIBLING_VARIES,
+        }
+    }
+
+    /// Two screens sharing at least half of the smaller one's actions, and at least
+    /// [`SIBLING_SHARED`] (two dialogs share just "OK" and "Cancel").
+    fn siblings(&self, a: ScreenId, b: ScreenId) -> bool {
+        let pair = (a.min(b), a.max(b));
+        if let Some(&known) = self.sibling_cache.borrow().get(&pair) {
+            return known;
+        }
+        let answer = self.share_most_actions(a, b);
+        self.sibling_cache.borrow_mut().insert(pair, answer);
+        answer
+    }
+
+    fn share_most_actions(&self, a: ScreenId, b: ScreenId) -> bool {
+        let (Some(a), Some(b)) = (self.screens.get(a), self.screens.get(b)) else {
+            return false;
+        };
+        let (small, large) = match a.actions.len() <= b.actions.len() {
+            true => (&a.actions, &b.actions),
+            false => (&b.actions, &a.actions),
+        };
+        let shared = small.keys().filter(|k| large.contains_key(*k)).count();
+        shared >= SIBLING_SHARED && 2 * shared >= small.len()
+    }
+
+    /// The promise of the best untried action on a screen.
+    fn best_untried(&self, id: ScreenId) -> Option<f64> {
+        let screen = &self.screens[id];
+        screen
+            .actions
+            .iter()
+            .filter(|(key, _)| !screen.tried.contains(*key))
+            .map(|(key, &rank)| self.promise(id, key, rank))
+            .max_by(f64::total_cmp)
+    }
+
+    /// What trying an action with `promise` on `screen` is worth, with no steps to reach it.
+    pub fn value_here(&self, screen: ScreenId, promise: f64) -> f64 {
+        self.screens
+            .get(screen)
+            .map_or(0.0, |s| promise * s.productivity())
     }
 
     /// Whether the screen offers `key` (seen on it at least once).
@@ -185,48 +368,80 @@ impl Graph {
         self.screens.get(screen).map_or(0, |s| s.visits)
     }
 
-    /// The first action of the shortest known path from `from` to the nearest other screen with
-    /// untried actions (non-risky ones first), with that screen. Each edge follows the target
-    /// seen most often for its action.
-    pub fn path_to_unexplored(&self, from: ScreenId) -> Option<(ActionKey, ScreenId)> {
-        [false, true]
-            .into_iter()
-            .find_map(|risky| self.bfs(from, |s| s.untried(risky)))
-    }
-
-    fn bfs(&self, from: ScreenId, goal: impl Fn(&Screen) -> bool) -> Option<(ActionKey, ScreenId)> {
-        let mut first_step: Vec<Option<&str>> = vec![None; self.screens.len()];
-        let mut seen = vec![false; self.screens.len()];
+    /// The most valuable screen to explore next other than `from`, and the first move of the
+    /// shortest known path there. Paths follow learned edges (each action's most seen target),
+    /// an untried back to the screen a screen was first reached from, and, when `relaunch` is
+    /// allowed, a relaunch to the launch screen.
+    pub fn plan(&self, from: ScreenId, relaunch: bool) -> Option<Plan> {
+        let mut first: Vec<Option<Step>> = vec![None; self.screens.len()];
+        let mut distance = vec![usize::MAX; self.screens.len()];
+        *distance.get_mut(from)? = 0;
         let mut queue = VecDeque::from([from]);
-        *seen.get_mut(from)? = true;
+        let mut best: Option<Plan> = None;
         while let Some(at) = queue.pop_front() {
-            if at != from && goal(&self.screens[at]) {
-                return first_step[at].map(|key| (key.to_string(), at));
+            let screen = &self.screens[at];
+            // Promise and productivity are at most 1: no screen this far or further can beat
+            // the best found (breadth-first, so distances only grow).
+            let bound = screen.productivity() / (distance[at] + 1) as f64;
+            if best
+                .as_ref()
+                .is_some_and(|b| 1.0 / (distance[at] + 1) as f64 <= b.value)
+            {
+                break;
             }
-            for (key, targets) in &self.screens[at].edges {
-                let most_seen = targets
-                    .iter()
-                    .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)));
-                let Some((&to, _)) = most_seen else {
-                    continue;
-                };
-                if !seen[to] {
-                    seen[to] = true;
-                    first_step[to] = first_step[at].or(Some(key.as_str()));
+            let worth_a_look = best.as_ref().map_or(true, |b| bound > b.value);
+            if at != from && !screen.outside && worth_a_look {
+                if let Some(promise) = self.best_untried(at) {
+                    let value = promise * bound;
+                    let better = best.as_ref().map_or(true, |b| value > b.value);
+                    if let (true, Some(step)) = (better, &first[at]) {
+                        best = Some(Plan {
+                            first: step.clone(),
+                            goal: at,
+                            value,
+                        });
+                    }
+                }
+            }
+            for (key, to) in self.moves(at) {
+                if distance[to] == usize::MAX {
+                    distance[to] = distance[at] + 1;
+                    first[to] = first[at].clone().or(Some(Step::Action(key.to_string())));
                     queue.push_back(to);
                 }
             }
+            if at == from && relaunch {
+                if let Some(launch) = self.launch.filter(|&l| distance[l] == usize::MAX) {
+                    distance[launch] = 1;
+                    first[launch] = Some(Step::Relaunch);
+                    queue.push_back(launch);
+                }
+            }
         }
-        None
+        best
+    }
+
+    /// The known moves from a screen: each tried action to its most seen target, and an untried
+    /// back to the screen this one was first reached from.
+    fn moves(&self, at: ScreenId) -> impl Iterator<Item = (&str, ScreenId)> + '_ {
+        let screen = &self.screens[at];
+        let learned = screen.edges.iter().filter_map(|(key, targets)| {
+            let most_seen = targets
+                .iter()
+                .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)))?;
+            Some((key.as_str(), *most_seen.0))
+        });
+        let back = screen
+            .parent
+            .filter(|_| !screen.edges.contains_key(BACK))
+            .map(|parent| (BACK, parent));
+        learned.chain(back)
     }
 }
 
 /// A digest of the actionable widgets' action keys, sorted; empty when there are none.
 fn widgets_of(observation: &Observation) -> String {
-    let mut keys: Vec<String> = observation
-        .elements
-        .iter()
-        .filter(|e| is_actionable(e))
+    let mut keys: Vec<String> = controls(&observation.elements)
         .map(|e| action_key(primary_action(e), &signature(e)))
         .collect();
     if keys.is_empty() {
@@ -266,6 +481,7 @@ fn structure_of(observation: &Observation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::widgets::TEXT;
     use crate::events::{ActionType, ScreenHash};
     use crate::ui::{Bounds, UiElement};
 
@@ -311,21 +527,95 @@ mod tests {
         assert_eq!(blank, blank_again);
     }
 
+    fn click(label: &str) -> ActionKey {
+        action_key(
+            ActionType::Click,
+            &format!("android.widget.Button|id/{label}||{label}"),
+        )
+    }
+
     #[test]
-    fn path_leads_to_the_nearest_screen_with_untried_actions() {
+    fn plan_walks_learned_edges_and_expected_backs_to_untried_actions() {
         let mut graph = Graph::new();
-        let home = graph.observe(&screen("Home", "0000000000000000", &["Go"]));
-        let middle = graph.observe(&screen("Middle", "0000000000000000", &["Next"]));
-        let far = graph.observe(&screen("Far", "0000000000000000", &["X", "Y"]));
-        let go = action_key(ActionType::Click, "android.widget.Button|id/Go||Go");
-        let next = action_key(ActionType::Click, "android.widget.Button|id/Next||Next");
-        let x = action_key(ActionType::Click, "android.widget.Button|id/X||X");
-        graph.record_edge(home, &go, middle);
-        graph.record_edge(middle, &next, far);
-        graph.record_edge(far, &x, home);
-        assert_eq!(graph.path_to_unexplored(home), Some((go.clone(), far)));
-        let y = action_key(ActionType::Click, "android.widget.Button|id/Y||Y");
-        graph.mark_tried(far, &y);
-        assert_eq!(graph.path_to_unexplored(home), None);
+        let home = graph.observe(&screen("Home", "0", &["Go", "Other"]));
+        graph.set_launch(home);
+        let middle = graph.observe(&screen("Middle", "0", &["Next"]));
+        graph.record_edge(home, &click("Go"), middle);
+        let far = graph.observe(&screen("Far", "0", &["X", "Y"]));
+        graph.record_edge(middle, &click("Next"), far);
+        graph.observe(&screen("Far", "0", &["X", "Y"]));
+        graph.record_edge(far, &click("X"), far);
+        // Far's own Y is the caller's business; Home's "Other" is two expected backs away.
+        let plan = graph.plan(far, false).unwrap();
+        assert_eq!((plan.first, plan.goal), (Step::Action(BACK.into()), home));
+        assert!((plan.value - graph.value_here(home, 1.0) / 3.0).abs() < 1e-9);
+        // A relaunch reaches the launch screen in one step.
+        let plan = graph.plan(far, true).unwrap();
+        assert_eq!((plan.first, plan.goal), (Step::Relaunch, home));
+        // Once tried, back is what it was seen to do: here, nothing.
+        graph.record_edge(far, BACK, far);
+        assert_eq!(graph.plan(far, false), None);
+        graph.mark_tried(home, &click("Other"));
+        assert_eq!(graph.plan(far, true), None);
+    }
+
+    #[test]
+    fn a_widget_that_led_away_from_a_sibling_screen_promises_little() {
+        let mut graph = Graph::new();
+        let tabs = ["Home", "Cart", "Settings"];
+        let home = graph.observe(&screen("Main", "0", &[&tabs[..], &["Shoes"]].concat()));
+        let cart = graph.observe(&screen("Main", "0", &[&tabs[..], &["Checkout"]].concat()));
+        graph.record_edge(home, &click("Cart"), cart);
+        assert_eq!(graph.promise(cart, &click("Shoes"), TEXT), promise(TEXT));
+        assert_eq!(
+            graph.promise(cart, &click("Cart"), TEXT),
+            promise(TEXT) * SIBLING_TRIED
+        );
+        // Two dialogs sharing "OK" and "Cancel" are not siblings: an "OK" leads somewhere new
+        // in each.
+        let rename = graph.observe(&screen("Dialog", "0", &["OK", "Cancel"]));
+        let lock = graph.observe(&screen("Dialog", "0", &["OK", "Cancel", "Help"]));
+        graph.record_edge(rename, &click("OK"), home);
+        assert_eq!(graph.promise(lock, &click("OK"), TEXT), promise(TEXT));
+    }
+
+    #[test]
+    fn a_toolbar_menu_that_led_elsewhere_once_still_promises_something() {
+        let mut graph = Graph::new();
+        let toolbar = ["Search", "Open", "More"];
+        let page = |graph: &mut Graph, own: &str| {
+            graph.observe(&screen("Main", "0", &[&toolbar[..], &[own]].concat()))
+        };
+        let (text, checklist, drawing, list) = (
+            page(&mut graph, "Body"),
+            page(&mut graph, "Items"),
+            page(&mut graph, "Canvas"),
+            page(&mut graph, "Rows"),
+        );
+        let text_menu = graph.observe(&screen("Main", "0", &["Rename", "Print"]));
+        graph.record_edge(text, &click("More"), text_menu);
+        let more = |graph: &Graph, on| graph.promise(on, &click("More"), TEXT);
+        assert_eq!(more(&graph, checklist), promise(TEXT) * SIBLING_ONCE);
+        // The same menu from two pages: the next page's is the same menu too.
+        graph.record_edge(drawing, &click("More"), text_menu);
+        assert_eq!(more(&graph, list), promise(TEXT) * SIBLING_TRIED);
+        // Another menu from another page: it depends on the page.
+        let checklist_menu = graph.observe(&screen("Main", "0", &["Sort", "Remove done"]));
+        graph.record_edge(checklist, &click("More"), checklist_menu);
+        assert_eq!(more(&graph, list), promise(TEXT) * SIBLING_VARIES);
+    }
+
+    #[test]
+    fn productivity_falls_as_tried_actions_show_nothing_new() {
+        let mut graph = Graph::new();
+        let list = graph.observe(&screen("List", "0", &["A", "B", "C"]));
+        let fresh = graph.value_here(list, 1.0);
+        graph.observe(&screen("List", "0", &["A", "B", "C"]));
+        graph.record_edge(list, &click("A"), list);
+        let after_nothing = graph.value_here(list, 1.0);
+        let detail = graph.observe(&screen("Detail", "0", &["D"]));
+        graph.record_edge(list, &click("B"), detail);
+        assert!(after_nothing < fresh);
+        assert!(graph.value_here(list, 1.0) > after_nothing);
     }
 }

@@ -1,12 +1,17 @@
 //! The default decider: coverage-guided exploration over the in-memory [`Graph`].
 //!
-//! On each observation: untried actions on this screen first (empty editable fields filled first,
-//! with test credentials where the field asks for an e-mail, user name or password, batched with
-//! the form's submit button; then text-bearing widgets, then anonymous ones, risky ones such as
-//! "log out" or "delete" last); when the screen
-//! is exhausted, the first step of the shortest known path to the nearest screen with untried
-//! actions; else back; else relaunch. The same seed and the same observations give the same
-//! decisions.
+//! On each observation it weighs the best untried action on this screen against the most
+//! valuable untried action elsewhere, reached by the shortest known path (learned edges, an
+//! untried back to where a screen was first reached from, a relaunch to the launch screen). An
+//! action's value is its rank's promise (text-bearing widgets and fields first, then a form's
+//! submit, anonymous ones, toggles, dismissive ones, risky ones such as "log out" or "delete"
+//! last) times its screen's productivity (how many of the screen's tried actions showed a new
+//! screen), divided by the steps it takes. So a new screen is explored first, and a screen
+//! whose actions keep showing nothing new is left for more promising ones and finished later.
+//! Empty editable fields are filled first, with test credentials where the field asks for an
+//! e-mail, user name or password, batched with the form's submit button or toggles. When
+//! nothing untried is known: back, then relaunch. The same seed and the same observations give
+//! the same decisions.
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,8 +19,11 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::graph::{action_key, ActionKey, Graph, ScreenId, BACK, SCROLL};
-use super::widgets::{bounding_box, is_actionable, is_risky, label_in, primary_action, signature};
+use super::graph::{action_key, ActionKey, Graph, ScreenId, Step, BACK, SCROLL};
+use super::widgets::{
+    bounding_box, controls, is_actionable, is_submit, label_in, primary_action, promise, rank,
+    signature, Rank, SCREEN_SCROLL, TEXT,
+};
 use super::Credentials;
 use crate::events::{Action, ActionType, Observation};
 use crate::ui::UiElement;
@@ -25,50 +33,6 @@ const BACKS_BEFORE_RELAUNCH: u32 = 1;
 
 /// Times a field is filled on one screen (forms are emptied when left and entered again).
 const MAX_FILLS: u32 = 3;
-
-/// Labels of buttons that skip content, close it or go back up (the toolbar's back arrow): tried
-/// after everything else but risky ones, so a new screen is explored before it is left.
-const DISMISS: [&str; 9] = [
-    "skip",
-    "not now",
-    "later",
-    "cancel",
-    "close",
-    "no thanks",
-    "dismiss",
-    "maybe later",
-    "navigate up",
-];
-
-/// Labels of a form's submit button: tried after the form's other widgets (which often lead to
-/// screens the submit would leave behind, such as "Forgot password?").
-const SUBMIT: [&str; 22] = [
-    "sign in",
-    "log in",
-    "login",
-    "submit",
-    "continue",
-    "next",
-    "pay",
-    "place order",
-    "buy",
-    "checkout",
-    "proceed",
-    "send",
-    "save",
-    "done",
-    "confirm",
-    "ok",
-    "search",
-    "apply",
-    "get started",
-    "sign up",
-    "register",
-    "create",
-];
-
-/// The rank of dismissive widgets ("Cancel", "Navigate up"); risky ones rank after them.
-const DISMISSIVE: u8 = 5;
 
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,8 +58,23 @@ pub struct Heuristic {
     foreign_steps: u32,
     /// Times each field was filled, per screen.
     fills: HashMap<(ScreenId, ActionKey), u32>,
+    /// Times each form submit was made worth trying again, per screen.
+    resubmits: HashMap<(ScreenId, ActionKey), u32>,
     /// Every text typed so far, to recognise fields that are already filled.
     typed: HashSet<String>,
+    /// A relaunch was decided: the next observation is the launch screen.
+    relaunching: bool,
+}
+
+/// The best untried actions on the current screen.
+struct Local {
+    actions: Vec<Action>,
+    /// See [`Graph::promise`].
+    promise: f64,
+    /// The fields those actions fill.
+    fills: Vec<ActionKey>,
+    /// The form's submit buttons, to try again: those actions change one of its options.
+    resubmit: Vec<ActionKey>,
 }
 
 impl Heuristic {
@@ -111,6 +90,8 @@ impl Heuristic {
             foreign_steps: 0,
             fills: HashMap::new(),
             typed: HashSet::new(),
+            resubmits: HashMap::new(),
+            relaunching: false,
         }
     }
 
@@ -131,8 +112,18 @@ impl Heuristic {
         if let Some((from, key)) = self.pending.take() {
             self.graph.record_edge(from, &key, screen);
         }
+        if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
+            self.graph.set_launch(screen);
+        }
         self.current = Some(screen);
         screen
+    }
+
+    /// Learns that the app was relaunched (by this heuristic or anyone): the next observation
+    /// shows the launch screen, and no action's edge leads there.
+    pub fn learn_relaunch(&mut self) {
+        self.relaunching = true;
+        self.pending = None;
     }
 
     /// Learns that an action (chosen by anyone: this heuristic, a model, an external program)
@@ -182,6 +173,9 @@ impl Heuristic {
         for action in &choice.actions {
             self.learn_action(observation, action);
         }
+        if choice.relaunch.is_some() {
+            self.learn_relaunch();
+        }
         choice
     }
 
@@ -204,21 +198,46 @@ impl Heuristic {
             };
         }
         self.foreign_steps = 0;
-        if let Some(actions) = self.untried_here(observation, screen) {
+        if self.package.is_some() && observation.package != self.package {
+            self.graph.mark_guest(screen);
+        }
+        let local = self.untried_here(observation, screen);
+        let here = local
+            .as_ref()
+            .map(|local| self.graph.value_here(screen, local.promise));
+        let plan = self.graph.plan(screen, self.package.is_some());
+        if let Some(plan) = plan.filter(|plan| here.map_or(true, |here| plan.value > here)) {
+            match plan.first {
+                Step::Relaunch => {
+                    return self.relaunch("the launch screen leads to untried actions")
+                }
+                Step::Action(key) => {
+                    if let Some(actions) = self.replay(observation, &key) {
+                        return Choice {
+                            actions,
+                            relaunch: None,
+                            note: None,
+                        };
+                    }
+                }
+            }
+        }
+        if let Some(local) = local {
+            for key in local.fills {
+                *self.fills.entry((screen, key)).or_default() += 1;
+            }
+            for key in local.resubmit {
+                let times = self.resubmits.entry((screen, key.clone())).or_default();
+                if *times < MAX_FILLS {
+                    *times += 1;
+                    self.graph.mark_untried(screen, &key);
+                }
+            }
             return Choice {
-                actions,
+                actions: local.actions,
                 relaunch: None,
                 note: None,
             };
-        }
-        if let Some((key, _)) = self.graph.path_to_unexplored(screen) {
-            if let Some(action) = self.replay(observation, &key) {
-                return Choice {
-                    actions: vec![action],
-                    relaunch: None,
-                    note: None,
-                };
-            }
         }
         if !self.graph.is_tried(screen, BACK) {
             return back("every action here is explored and no known path leads further".into());
@@ -238,42 +257,25 @@ impl Heuristic {
         }
     }
 
-    /// Untried actions on this screen. Empty editable fields are filled first (again on a later
-    /// visit that finds them empty while the form's submit is untried, up to [`MAX_FILLS`] times),
-    /// in one batch with the next widget to try when that is the form's submit (see
-    /// [`Heuristic::best`]).
-    fn untried_here(&mut self, observation: &Observation, screen: ScreenId) -> Option<Vec<Action>> {
+    /// The best untried actions on this screen. Empty editable fields are filled first (again
+    /// on a later visit that finds them empty while the form's controls, its submit button or
+    /// toggles, are untried, up to [`MAX_FILLS`] times), in one batch with the next widget when
+    /// that is a form control: typing into a search bar may itself lead elsewhere, and another
+    /// click would land on the wrong screen.
+    fn untried_here(&mut self, observation: &Observation, screen: ScreenId) -> Option<Local> {
+        let elements = &observation.elements;
         let mut seen = HashSet::new();
-        let actionable: Vec<&UiElement> = observation
-            .elements
-            .iter()
-            .filter(|e| is_actionable(e))
+        let actionable: Vec<&UiElement> = controls(elements)
             .filter(|e| seen.insert(action_key(primary_action(e), &signature(e))))
             .collect();
         let has_form = actionable.iter().any(|e| e.editable);
-        let submit = |e: &UiElement| {
-            let text = label_in(&observation.elements, e).to_lowercase();
-            !e.editable && SUBMIT.iter().any(|word| text.contains(word))
+        // A form's controls follow its first field; a toolbar above an editor is not one (and
+        // typing may rearrange it).
+        let first_field = actionable.iter().find(|e| e.editable).map(|e| e.element_id);
+        let control = |e: &UiElement| {
+            first_field.is_some_and(|field| e.element_id > field)
+                && (e.checkable || is_submit(label_in(elements, e)))
         };
-        let untried_submit = actionable.iter().any(|e| {
-            submit(e)
-                && !self
-                    .graph
-                    .is_tried(screen, &action_key(primary_action(e), &signature(e)))
-        });
-        let mut fields = Vec::new();
-        for field in actionable.iter().filter(|e| e.editable) {
-            let key = action_key(ActionType::Input, &signature(field));
-            let fills = self.fills.get(&(screen, key.clone())).copied().unwrap_or(0);
-            // Filling again on a later visit only helps a form that still has a submit to try.
-            let worth = fills == 0 || (fills < MAX_FILLS && untried_submit);
-            if self.shows_typed_text(field) || !worth {
-                self.graph.mark_tried(screen, &key);
-            } else if fields.len() + 1 < super::response::MAX_ACTIONS {
-                self.fills.insert((screen, key), fills + 1);
-                fields.push(*field);
-            }
-        }
         let widgets: Vec<&UiElement> = actionable
             .iter()
             .filter(|e| !e.editable)
@@ -284,67 +286,93 @@ impl Heuristic {
             })
             .copied()
             .collect();
-        // Fields being filled go with the form's submit when it is untried: the form's other
-        // widgets ("Forgot password?") are tried on a later visit.
-        let submits: Vec<&UiElement> = widgets.iter().filter(|e| submit(e)).copied().collect();
-        let next = if !fields.is_empty() && !submits.is_empty() {
-            self.best(&observation.elements, submits, has_form)
-        } else {
-            self.best(&observation.elements, widgets, has_form)
+        let untried_control = widgets.iter().any(|e| control(e));
+        let mut fields = Vec::new();
+        for field in actionable.iter().filter(|e| e.editable) {
+            let key = action_key(ActionType::Input, &signature(field));
+            let fills = self.fills.get(&(screen, key.clone())).copied().unwrap_or(0);
+            // Filling again on a later visit only helps a form with controls left to try.
+            let worth = fills == 0 || (fills < MAX_FILLS && untried_control);
+            if self.shows_typed_text(field) || !worth {
+                self.graph.mark_tried(screen, &key);
+            } else if fields.len() + 1 < super::response::MAX_ACTIONS {
+                fields.push((*field, key));
+            }
+        }
+        let candidates = match fields.is_empty() || !untried_control {
+            true => widgets,
+            false => widgets.into_iter().filter(|e| control(e)).collect(),
         };
+        let next = self.best(screen, elements, candidates, has_form);
         // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
         let scroll = self.graph.offers(screen, SCROLL) && !self.graph.is_tried(screen, SCROLL);
-        if fields.is_empty() && scroll && !next.is_some_and(|(_, rank)| rank < DISMISSIVE) {
-            return Some(vec![scroll_down("rows further down this list")]);
+        let scroll_promise = self.graph.promise(screen, SCROLL, SCREEN_SCROLL);
+        if fields.is_empty() && scroll && next.map_or(true, |(_, p)| p < scroll_promise) {
+            return Some(Local {
+                actions: vec![scroll_down("rows further down this list")],
+                promise: scroll_promise,
+                fills: Vec::new(),
+                resubmit: Vec::new(),
+            });
         }
-        let next = next.map(|(widget, _)| widget);
-        let mut actions: Vec<Action> = fields.iter().map(|field| self.fill(field)).collect();
-        // A fill is batched with the form's submit only: typing into a search bar may itself
-        // lead elsewhere, and the click would land on the wrong screen.
+        let promise = match fields.is_empty() {
+            true => next.map(|(_, promise)| promise)?,
+            false => promise(TEXT),
+        };
+        let mut actions: Vec<Action> = fields.iter().map(|(field, _)| self.fill(field)).collect();
+        let mut resubmit = Vec::new();
         match next {
-            Some(widget) if actions.is_empty() || submit(widget) => {
+            Some((widget, _)) if actions.is_empty() || control(widget) => {
                 let why = "untried on this screen";
-                let action = act_on(&observation.elements, widget, primary_action(widget), why);
-                actions.push(action);
+                actions.push(act_on(elements, widget, primary_action(widget), why));
+                // A changed option makes the form's submit worth trying again.
+                if widget.checkable && control(widget) {
+                    resubmit = actionable
+                        .iter()
+                        .filter(|e| !e.checkable && control(e))
+                        .map(|e| action_key(primary_action(e), &signature(e)))
+                        .collect();
+                }
             }
             _ => {}
         }
-        (!actions.is_empty()).then_some(actions)
+        Some(Local {
+            actions,
+            promise,
+            fills: fields.into_iter().map(|(_, key)| key).collect(),
+            resubmit,
+        })
     }
 
-    /// The widget to try next: text-bearing ones, then a form's submit button, anonymous ones,
-    /// dismissive ones ("Skip", "Cancel"), risky ones; ties broken by the seeded generator.
+    /// The widget to try next and its promise: the most promising (see [`Graph::promise`]; risky
+    /// ones promise least but for dismissive ones), ties broken by rank and then by the seeded
+    /// generator.
     fn best<'a>(
         &mut self,
+        screen: ScreenId,
         elements: &[UiElement],
         widgets: Vec<&'a UiElement>,
         has_form: bool,
-    ) -> Option<(&'a UiElement, u8)> {
-        let rank = |e: &UiElement| {
-            let label = label_in(elements, e);
-            let risky = is_risky(e, label);
-            let text = label.to_lowercase();
-            let submit = (has_form && SUBMIT.iter().any(|word| text.contains(word))).then_some(());
-            let dismissive = text == "back" || DISMISS.iter().any(|word| text.starts_with(word));
-            // Switches, check boxes and radio buttons change a setting in place; they rarely
-            // lead to another screen.
-            let toggle = e.checkable;
-            // A list's own scroll shows rows (and often a screen) not seen yet: one step, first.
-            let scroll = primary_action(e) == ActionType::ScrollDown;
-            match (risky, dismissive, toggle, submit, label.is_empty()) {
-                (true, _, _, _, _) => DISMISSIVE + 1,
-                (false, true, _, _, _) => DISMISSIVE,
-                _ if scroll => 0,
-                (false, false, true, _, _) => 4,
-                (false, false, false, _, true) => 3,
-                (false, false, false, Some(_), false) => 2,
-                (false, false, false, None, false) => 1,
-            }
+    ) -> Option<(&'a UiElement, f64)> {
+        let scored: Vec<(&UiElement, f64, Rank)> = widgets
+            .into_iter()
+            .map(|e| {
+                let rank = rank(elements, e, has_form);
+                let key = action_key(primary_action(e), &signature(e));
+                (e, self.graph.promise(screen, &key, rank), rank)
+            })
+            .collect();
+        let order = |a: &(&UiElement, f64, Rank), b: &(&UiElement, f64, Rank)| {
+            b.1.total_cmp(&a.1).then(a.2.cmp(&b.2))
         };
-        let best = widgets.iter().map(|e| rank(e)).min()?;
-        let mut tied: Vec<&UiElement> = widgets.into_iter().filter(|e| rank(e) == best).collect();
+        let best = *scored.iter().min_by(|a, b| order(a, b))?;
+        let mut tied: Vec<(&UiElement, f64)> = scored
+            .iter()
+            .filter(|s| order(s, &best).is_eq())
+            .map(|&(e, promise, _)| (e, promise))
+            .collect();
         tied.shuffle(&mut self.rng);
-        tied.first().map(|e| (*e, best))
+        tied.first().copied()
     }
 
     /// The field already shows what this heuristic typed (or password dots): it needs no filling.
@@ -354,34 +382,37 @@ impl Heuristic {
         dots || self.typed.iter().any(|typed| text.contains(typed.as_str()))
     }
 
-    /// The action behind `key` on the current observation, to walk a known path.
-    fn replay(&self, observation: &Observation, key: &str) -> Option<Action> {
+    /// The action behind `key` on the current observation, to walk a known path; a form's
+    /// submit goes with fills of the form's empty fields, as when it was first tried.
+    fn replay(&mut self, observation: &Observation, key: &str) -> Option<Vec<Action>> {
+        let why = "on the way to a screen with untried actions";
         if key == SCROLL {
-            return Some(scroll_down("on the way to a screen with untried actions"));
+            return Some(vec![scroll_down(why)]);
         }
         if key == BACK {
-            return Some(
-                back("on the way to a screen with untried actions".into())
-                    .actions
-                    .remove(0),
-            );
+            return Some(back(why.into()).actions);
         }
-        let element = observation
-            .elements
+        let elements = &observation.elements;
+        let element = elements
             .iter()
             .filter(|e| is_actionable(e))
             .find(|e| action_key(primary_action(e), &signature(e)) == key)?;
         let kind = primary_action(element);
-        let mut action = act_on(
-            &observation.elements,
-            element,
-            kind,
-            "on the way to a screen with untried actions",
-        );
+        let mut actions = Vec::new();
+        if kind != ActionType::Input && is_submit(label_in(elements, element)) {
+            let empty: Vec<&UiElement> = elements
+                .iter()
+                .filter(|e| e.editable && is_actionable(e) && !self.shows_typed_text(e))
+                .filter(|e| e.element_id < element.element_id)
+                .collect();
+            actions = empty.into_iter().map(|field| self.fill(field)).collect();
+        }
+        let mut action = act_on(elements, element, kind, why);
         if kind == ActionType::Input {
             action.input_text = Some(self.text_for(element));
         }
-        Some(action)
+        actions.push(action);
+        Some(actions)
     }
 
     fn fill(&mut self, element: &UiElement) -> Action {

@@ -240,6 +240,9 @@ impl Stage {
                         }
                         self.last = Some((decision.clone(), observation.clone()));
                     }
+                    if decision.extra.contains_key("relaunch") {
+                        self.heuristic.learn_relaunch();
+                    }
                 }
                 other => self.learn(other),
             }

@@ -8,7 +8,7 @@ use crate::events::{ActionType, BoundingBox, Observation};
 use crate::ui::{self, Bounds, UiElement};
 
 /// Labels of actions a careful tester leaves for last (they end the session or destroy data).
-const RISKY: [&str; 14] = [
+const RISKY_WORDS: [&str; 14] = [
     "log out",
     "logout",
     "sign out",
@@ -25,9 +25,167 @@ const RISKY: [&str; 14] = [
     "close account",
 ];
 
+/// Labels of buttons that skip content, close it or go back up (the toolbar's back arrow): tried
+/// after everything else but risky ones, so a new screen is explored before it is left.
+const DISMISS: [&str; 9] = [
+    "skip",
+    "not now",
+    "later",
+    "cancel",
+    "close",
+    "no thanks",
+    "dismiss",
+    "maybe later",
+    "navigate up",
+];
+
+/// Labels of a form's submit button: tried after the form's other widgets (which often lead to
+/// screens the submit would leave behind, such as "Forgot password?").
+const SUBMIT: [&str; 22] = [
+    "sign in",
+    "log in",
+    "login",
+    "submit",
+    "continue",
+    "next",
+    "pay",
+    "place order",
+    "buy",
+    "checkout",
+    "proceed",
+    "send",
+    "save",
+    "done",
+    "confirm",
+    "ok",
+    "search",
+    "apply",
+    "get started",
+    "sign up",
+    "register",
+    "create",
+];
+
+/// The order in which a screen's untried actions are tried, lowest first.
+pub type Rank = u8;
+
+/// A scrollable container's own scroll (or a pager's swipe): rows, pages and often screens not
+/// seen yet, in one step.
+pub const LIST_SCROLL: Rank = 0;
+/// A widget with words (or an editable field).
+pub const TEXT: Rank = 1;
+/// A form's submit button.
+pub const SUBMIT_BUTTON: Rank = 2;
+/// A widget without words (an icon).
+pub const ANONYMOUS: Rank = 3;
+/// A switch, check box or radio button: it changes a setting in place, rarely the screen.
+pub const TOGGLE: Rank = 4;
+/// Scrolling a screen that shows a list without a scrollable container.
+pub const SCREEN_SCROLL: Rank = 5;
+/// "Cancel", "Skip", "Navigate up": leaves the screen before it is explored.
+pub const DISMISSIVE: Rank = 6;
+/// "Log out", "Delete": ends the session or destroys data; tried last on its screen.
+pub const RISKY: Rank = 7;
+
+/// How likely an action of each rank is to show a screen not seen yet, relative to a widget with
+/// words: what the heuristic weighs against the steps needed to reach the action.
+pub fn promise(rank: Rank) -> f64 {
+    const PROMISE: [f64; 8] = [1.0, 1.0, 0.9, 0.7, 0.4, 0.35, 0.15, 0.25];
+    PROMISE.get(usize::from(rank)).copied().unwrap_or(0.0)
+}
+
+/// The rank of an actionable element on a screen (`has_form`: the screen has editable fields,
+/// which makes submit-like labels a form's submit).
+pub fn rank(elements: &[UiElement], element: &UiElement, has_form: bool) -> Rank {
+    let label = label_in(elements, element);
+    if element.editable {
+        TEXT
+    } else if is_risky(element, label) {
+        RISKY
+    } else if label.eq_ignore_ascii_case("back")
+        || DISMISS.iter().any(|p| starts_with_phrase(label, p))
+    {
+        DISMISSIVE
+    } else if matches!(
+        primary_action(element),
+        ActionType::ScrollDown | ActionType::SwipeLeft
+    ) {
+        LIST_SCROLL
+    } else if is_toggle(elements, element) {
+        TOGGLE
+    } else if label.is_empty() {
+        ANONYMOUS
+    } else if has_form && is_submit(label) {
+        SUBMIT_BUTTON
+    } else {
+        TEXT
+    }
+}
+
+/// A switch, check box or radio button, or a row holding one (a settings preference): it
+/// changes a setting in place.
+fn is_toggle(elements: &[UiElement], element: &UiElement) -> bool {
+    element.checkable || descendants(elements, element).any(|e| e.checkable)
+}
+
+/// The elements under `element` (they follow it in document order, deeper than it).
+fn descendants<'a>(
+    elements: &'a [UiElement],
+    element: &'a UiElement,
+) -> impl Iterator<Item = &'a UiElement> {
+    let at = elements
+        .iter()
+        .position(|e| e.element_id == element.element_id)
+        .map_or(elements.len(), |at| at + 1);
+    elements[at..]
+        .iter()
+        .take_while(move |e| e.depth > element.depth)
+}
+
+/// A label that submits a form ("Sign in", "Continue to payment"), matched by whole words so
+/// "Notebook" is not "ok".
+pub fn is_submit(label: &str) -> bool {
+    let words = words_of(label);
+    SUBMIT
+        .iter()
+        .any(|phrase| words.contains(&format!(" {phrase} ")))
+}
+
+/// The label's lower-case words, space-separated, with a space at each end.
+fn words_of(label: &str) -> String {
+    let words: Vec<String> = label
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    format!(" {} ", words.join(" "))
+}
+
+fn starts_with_phrase(label: &str, phrase: &str) -> bool {
+    words_of(label).starts_with(&format!(" {phrase} "))
+}
+
 /// An element worth acting on: [`ui::is_actionable`] and with an area on screen.
 pub fn is_actionable(element: &UiElement) -> bool {
     ui::is_actionable(element) && element.bounds.area() > 0
+}
+
+/// The actionable elements an explorer tries, without wrappers: a row whose only words are
+/// those of an actionable element inside it (a preference row around its check box) is the
+/// same control as that element.
+pub fn controls(elements: &[UiElement]) -> impl Iterator<Item = &UiElement> {
+    elements
+        .iter()
+        .filter(|e| is_actionable(e) && !is_wrapper(elements, e))
+}
+
+fn is_wrapper(elements: &[UiElement], element: &UiElement) -> bool {
+    if element.editable || !label(element).is_empty() {
+        return false;
+    }
+    let words = label_in(elements, element);
+    !words.is_empty()
+        && descendants(elements, element).any(|inner| is_actionable(inner) && label(inner) == words)
 }
 
 /// The element's own words: text, else content description, else hint.
@@ -46,16 +204,7 @@ pub fn label_in<'a>(elements: &'a [UiElement], element: &'a UiElement) -> &'a st
     if !own.is_empty() {
         return own;
     }
-    // Descendants follow their ancestor in document order, deeper than it.
-    let Some(at) = elements
-        .iter()
-        .position(|e| e.element_id == element.element_id)
-    else {
-        return own;
-    };
-    elements[at + 1..]
-        .iter()
-        .take_while(|e| e.depth > element.depth)
+    descendants(elements, element)
         .map(label)
         .find(|l| !l.is_empty())
         .unwrap_or(own)
@@ -83,7 +232,7 @@ pub fn is_risky(element: &UiElement, label: &str) -> bool {
     )
     .to_lowercase()
     .replace(['_', '-'], " ");
-    RISKY.iter().any(|risky| words.contains(risky))
+    RISKY_WORDS.iter().any(|risky| words.contains(risky))
 }
 
 /// Rows of one kind (three or more actionable elements sharing class and id) and no scrollable
@@ -113,9 +262,18 @@ pub fn primary_action(element: &UiElement) -> ActionType {
         ActionType::Click
     } else if element.long_clickable {
         ActionType::LongPress
+    } else if is_pager(element) {
+        ActionType::SwipeLeft
     } else {
         ActionType::ScrollDown
     }
+}
+
+/// A container that scrolls sideways: a view pager (also when obfuscated, by its package) or
+/// a horizontal scroll view.
+fn is_pager(element: &UiElement) -> bool {
+    let class = element.class_name.to_ascii_lowercase();
+    class.contains("viewpager") || class.contains("horizontalscrollview")
 }
 
 /// The element a `[ref=N]` names: by `ref` when the observation has refs, else by `element_id`.

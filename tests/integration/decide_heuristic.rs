@@ -431,9 +431,10 @@ fn hashed(observation: Observation) -> Observation {
 }
 
 /// The bar is every reachable screen of the bundled apps and 90% of the notes app within
-/// 3 × (reachable screens) steps. Measured (seed 1): shop 20/23, settings 36/45, tiny 9/9, notes
-/// 25/39 against random's 5, 18, 5 and 12. Tiny meets the bar; the others do not yet, so their
-/// floor is what the heuristic reaches today (a regression guard), and the figures are printed.
+/// 3 × (reachable screens) steps. Measured (seed 1): shop 23/23, settings 45/45, tiny 9/9, notes
+/// 35/39 (89.7%, one screen short of the bar) against random's 5, 18, 5 and 12. The bundled apps
+/// are asserted whole; notes' floor is what the heuristic reaches today (a regression guard).
+/// Other seeds do worse (docs/decide.md has seeds 1–8).
 #[test]
 fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
     let notes = fixtures()
@@ -441,10 +442,10 @@ fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
         .display()
         .to_string();
     let floors = [
-        ("builtin:shop".to_string(), 20),
-        ("builtin:settings".to_string(), 36),
+        ("builtin:shop".to_string(), 23),
+        ("builtin:settings".to_string(), 45),
         ("builtin:tiny".to_string(), 9),
-        (notes, 25),
+        (notes, 35),
     ];
     let mut report = Vec::new();
     for (app, floor) in &floors {
