@@ -9,8 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use sha2::{Digest, Sha256};
 
 use super::widgets::{
-    controls, is_actionable, is_unmarked_list, primary_action, promise, rank, signature, Rank,
-    SCREEN_SCROLL,
+    controls, is_actionable, is_unmarked_list, primary_action, rank, signature, Rank,
 };
 use crate::events::Observation;
 use crate::hash;
@@ -180,7 +179,7 @@ impl Graph {
             screen
                 .actions
                 .entry(SCROLL.to_string())
-                .or_insert(SCREEN_SCROLL);
+                .or_insert(Rank::ScreenScroll);
         }
         if screen.actions.len() != known {
             self.sibling_cache
@@ -290,7 +289,7 @@ impl Graph {
     /// before the screen's productivity: the rank's promise, scaled down when the key led away
     /// from a sibling screen (see [`SIBLING_TRIED`]).
     pub fn promise(&self, screen: ScreenId, key: &str, rank: Rank) -> f64 {
-        promise(rank) * self.sibling_scale(screen, key)
+        rank.promise() * self.sibling_scale(screen, key)
     }
 
     fn sibling_scale(&self, screen: ScreenId, key: &str) -> f64 {
@@ -481,7 +480,6 @@ fn structure_of(observation: &Observation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::widgets::TEXT;
     use crate::events::{ActionType, ScreenHash};
     use crate::ui::{Bounds, UiElement};
 
@@ -566,17 +564,23 @@ mod tests {
         let home = graph.observe(&screen("Main", "0", &[&tabs[..], &["Shoes"]].concat()));
         let cart = graph.observe(&screen("Main", "0", &[&tabs[..], &["Checkout"]].concat()));
         graph.record_edge(home, &click("Cart"), cart);
-        assert_eq!(graph.promise(cart, &click("Shoes"), TEXT), promise(TEXT));
         assert_eq!(
-            graph.promise(cart, &click("Cart"), TEXT),
-            promise(TEXT) * SIBLING_TRIED
+            graph.promise(cart, &click("Shoes"), Rank::Text),
+            Rank::Text.promise()
+        );
+        assert_eq!(
+            graph.promise(cart, &click("Cart"), Rank::Text),
+            Rank::Text.promise() * SIBLING_TRIED
         );
         // Two dialogs sharing "OK" and "Cancel" are not siblings: an "OK" leads somewhere new
         // in each.
         let rename = graph.observe(&screen("Dialog", "0", &["OK", "Cancel"]));
         let lock = graph.observe(&screen("Dialog", "0", &["OK", "Cancel", "Help"]));
         graph.record_edge(rename, &click("OK"), home);
-        assert_eq!(graph.promise(lock, &click("OK"), TEXT), promise(TEXT));
+        assert_eq!(
+            graph.promise(lock, &click("OK"), Rank::Text),
+            Rank::Text.promise()
+        );
     }
 
     #[test]
@@ -594,15 +598,15 @@ mod tests {
         );
         let text_menu = graph.observe(&screen("Main", "0", &["Rename", "Print"]));
         graph.record_edge(text, &click("More"), text_menu);
-        let more = |graph: &Graph, on| graph.promise(on, &click("More"), TEXT);
-        assert_eq!(more(&graph, checklist), promise(TEXT) * SIBLING_ONCE);
+        let more = |graph: &Graph, on| graph.promise(on, &click("More"), Rank::Text);
+        assert_eq!(more(&graph, checklist), Rank::Text.promise() * SIBLING_ONCE);
         // The same menu from two pages: the next page's is the same menu too.
         graph.record_edge(drawing, &click("More"), text_menu);
-        assert_eq!(more(&graph, list), promise(TEXT) * SIBLING_TRIED);
+        assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_TRIED);
         // Another menu from another page: it depends on the page.
         let checklist_menu = graph.observe(&screen("Main", "0", &["Sort", "Remove done"]));
         graph.record_edge(checklist, &click("More"), checklist_menu);
-        assert_eq!(more(&graph, list), promise(TEXT) * SIBLING_VARIES);
+        assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_VARIES);
     }
 
     #[test]

@@ -21,8 +21,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::graph::{action_key, ActionKey, Graph, ScreenId, Step, BACK, SCROLL};
 use super::widgets::{
-    bounding_box, controls, is_actionable, is_submit, label_in, primary_action, promise, rank,
-    signature, Rank, SCREEN_SCROLL, TEXT,
+    bounding_box, controls, is_actionable, is_submit, label_in, primary_action, rank, signature,
+    Rank,
 };
 use super::Credentials;
 use crate::events::{Action, ActionType, Observation};
@@ -306,7 +306,7 @@ impl Heuristic {
         let next = self.best(screen, elements, candidates, has_form);
         // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
         let scroll = self.graph.offers(screen, SCROLL) && !self.graph.is_tried(screen, SCROLL);
-        let scroll_promise = self.graph.promise(screen, SCROLL, SCREEN_SCROLL);
+        let scroll_promise = self.graph.promise(screen, SCROLL, Rank::ScreenScroll);
         if fields.is_empty() && scroll && next.map_or(true, |(_, p)| p < scroll_promise) {
             return Some(Local {
                 actions: vec![scroll_down("rows further down this list")],
@@ -317,7 +317,7 @@ impl Heuristic {
         }
         let promise = match fields.is_empty() {
             true => next.map(|(_, promise)| promise)?,
-            false => promise(TEXT),
+            false => Rank::Text.promise(),
         };
         let mut actions: Vec<Action> = fields.iter().map(|(field, _)| self.fill(field)).collect();
         let mut resubmit = Vec::new();

@@ -66,32 +66,42 @@ const SUBMIT: [&str; 22] = [
     "create",
 ];
 
-/// The order in which a screen's untried actions are tried, lowest first.
-pub type Rank = u8;
+/// What kind of action a widget offers, in the order ties are broken (first first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rank {
+    /// A scrollable container's own scroll (or a pager's swipe): rows, pages and often screens
+    /// not seen yet, in one step.
+    ListScroll,
+    /// A widget with words (or an editable field).
+    Text,
+    /// A form's submit button.
+    SubmitButton,
+    /// A widget without words (an icon).
+    Anonymous,
+    /// A switch, check box or radio button: it changes a setting in place, rarely the screen.
+    Toggle,
+    /// Scrolling a screen that shows a list without a scrollable container.
+    ScreenScroll,
+    /// "Cancel", "Skip", "Navigate up": leaves the screen before it is explored.
+    Dismissive,
+    /// "Log out", "Delete": ends the session or destroys data; tried last on its screen.
+    Risky,
+}
 
-/// A scrollable container's own scroll (or a pager's swipe): rows, pages and often screens not
-/// seen yet, in one step.
-pub const LIST_SCROLL: Rank = 0;
-/// A widget with words (or an editable field).
-pub const TEXT: Rank = 1;
-/// A form's submit button.
-pub const SUBMIT_BUTTON: Rank = 2;
-/// A widget without words (an icon).
-pub const ANONYMOUS: Rank = 3;
-/// A switch, check box or radio button: it changes a setting in place, rarely the screen.
-pub const TOGGLE: Rank = 4;
-/// Scrolling a screen that shows a list without a scrollable container.
-pub const SCREEN_SCROLL: Rank = 5;
-/// "Cancel", "Skip", "Navigate up": leaves the screen before it is explored.
-pub const DISMISSIVE: Rank = 6;
-/// "Log out", "Delete": ends the session or destroys data; tried last on its screen.
-pub const RISKY: Rank = 7;
-
-/// How likely an action of each rank is to show a screen not seen yet, relative to a widget with
-/// words: what the heuristic weighs against the steps needed to reach the action.
-pub fn promise(rank: Rank) -> f64 {
-    const PROMISE: [f64; 8] = [1.0, 1.0, 0.9, 0.7, 0.4, 0.35, 0.15, 0.25];
-    PROMISE.get(usize::from(rank)).copied().unwrap_or(0.0)
+impl Rank {
+    /// How likely an action of this rank is to show a screen not seen yet, relative to a widget
+    /// with words: what the heuristic weighs against the steps needed to reach the action.
+    pub fn promise(self) -> f64 {
+        match self {
+            Rank::ListScroll | Rank::Text => 1.0,
+            Rank::SubmitButton => 0.9,
+            Rank::Anonymous => 0.7,
+            Rank::Toggle => 0.4,
+            Rank::ScreenScroll => 0.35,
+            Rank::Risky => 0.25,
+            Rank::Dismissive => 0.15,
+        }
+    }
 }
 
 /// The rank of an actionable element on a screen (`has_form`: the screen has editable fields,
@@ -99,26 +109,26 @@ pub fn promise(rank: Rank) -> f64 {
 pub fn rank(elements: &[UiElement], element: &UiElement, has_form: bool) -> Rank {
     let label = label_in(elements, element);
     if element.editable {
-        TEXT
+        Rank::Text
     } else if is_risky(element, label) {
-        RISKY
+        Rank::Risky
     } else if label.eq_ignore_ascii_case("back")
         || DISMISS.iter().any(|p| starts_with_phrase(label, p))
     {
-        DISMISSIVE
+        Rank::Dismissive
     } else if matches!(
         primary_action(element),
         ActionType::ScrollDown | ActionType::SwipeLeft
     ) {
-        LIST_SCROLL
+        Rank::ListScroll
     } else if is_toggle(elements, element) {
-        TOGGLE
+        Rank::Toggle
     } else if label.is_empty() {
-        ANONYMOUS
+        Rank::Anonymous
     } else if has_form && is_submit(label) {
-        SUBMIT_BUTTON
+        Rank::SubmitButton
     } else {
-        TEXT
+        Rank::Text
     }
 }
 
