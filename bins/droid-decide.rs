@@ -120,19 +120,21 @@ enum DeciderArg {
     Openai,
 }
 
+/// The provider behind a decider, with the command line's settings.
 fn provider_config(
     args: &Args,
+    decider: DeciderArg,
     settings: &mut Settings,
-    name: &str,
 ) -> anyhow::Result<ProviderConfig> {
-    let kind = ProviderKind::parse(name).with_context(|| format!("{name} is not a provider"))?;
-    let mut config = ProviderConfig::new(kind);
-    config.model = args.model.clone().unwrap_or(config.model);
-    config.base_url = match kind.base_url_setting() {
-        Some(setting) => settings.plain(setting, args.base_url.as_deref())?,
-        None => args.base_url.clone(),
-    };
-    config.api_key = settings.secret(kind.key_setting(), args.api_key.as_deref())?;
+    let name = name(decider);
+    let kind = ProviderKind::parse(&name).with_context(|| format!("{name} is not a provider"))?;
+    let mut config = ProviderConfig::resolve(
+        kind,
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+        args.api_key.as_deref(),
+        settings,
+    )?;
     config.timeout = Duration::try_from_secs_f64(args.timeout).context("--timeout")?;
     config.retry = RetryPolicy {
         base_delay: Duration::from_millis(args.retry_base_ms),
@@ -151,7 +153,7 @@ fn name(decider: DeciderArg) -> String {
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut settings = Settings::for_binary(args.config_db.as_deref()).context("user_config.db")?;
     if let Some(Command::Models { provider, all }) = args.command {
-        let models = decide::list_models(provider_config(&args, &mut settings, &name(provider))?)?;
+        let models = decide::list_models(provider_config(&args, provider, &mut settings)?)?;
         let mut out = io::stdout().lock();
         for line in decide::model_list_lines(&models, all) {
             match writeln!(out, "{line}") {
@@ -164,7 +166,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let decider = match args.decider {
         DeciderArg::Heuristic => Decider::Heuristic,
         DeciderArg::Random => Decider::Random,
-        other => Decider::Model(provider_config(&args, &mut settings, &name(other))?),
+        other => Decider::Model(provider_config(&args, other, &mut settings)?),
     };
     let system_prompt = match &args.system_prompt {
         Some(path) => Some(
@@ -186,13 +188,12 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             text_only: args.text_only,
             package: args.package,
             allowed_packages: args.allow_packages,
-            credentials: Credentials {
-                email: settings.plain("test_email", args.test_email.as_deref())?,
-                username: settings.plain("test_username", args.test_username.as_deref())?,
-                password: settings
-                    .secret("test_password", args.test_password.as_deref())?
-                    .map(|password| password.expose().to_string()),
-            },
+            credentials: Credentials::resolve(
+                args.test_email.as_deref(),
+                args.test_username.as_deref(),
+                args.test_password.as_deref(),
+                &mut settings,
+            )?,
         },
     };
     let input = BufReader::new(io::stdin().lock());

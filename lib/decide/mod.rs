@@ -21,6 +21,7 @@ use std::io::{self, BufRead, Write};
 use serde_json::{json, Value};
 
 pub use crate::config::TEST_PASSWORD_PLACEHOLDER;
+use crate::config::{self, Settings};
 use crate::events::{
     now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
     ReadError,
@@ -38,6 +39,25 @@ pub struct Credentials {
     /// Only whether one is set matters here: decisions type [`TEST_PASSWORD_PLACEHOLDER`] and
     /// droid-act puts the password in, so it never lands in an event or reaches a model.
     pub password: Option<String>,
+}
+
+impl Credentials {
+    /// The test credentials, each resolved flag > user_config.db > environment
+    /// (`test_email`, `test_username`, `test_password`).
+    pub fn resolve(
+        email: Option<&str>,
+        username: Option<&str>,
+        password: Option<&str>,
+        settings: &mut Settings,
+    ) -> Result<Credentials, config::Error> {
+        Ok(Credentials {
+            email: settings.plain("test_email", email)?,
+            username: settings.plain("test_username", username)?,
+            password: settings
+                .secret("test_password", password)?
+                .map(|password| password.expose().to_string()),
+        })
+    }
 }
 
 /// Which decider picks the actions.

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::config::{self, Settings};
 use crate::events::AiMeta;
 
 pub use http::RetryPolicy;
@@ -131,6 +132,27 @@ impl ProviderConfig {
             timeout: Duration::from_secs(60),
             retry: RetryPolicy::default(),
         }
+    }
+
+    /// A provider's configuration with `model`, `base_url` and `api_key` resolved flag >
+    /// user_config.db > environment > default (the flags are what the command line said).
+    pub fn resolve(
+        kind: ProviderKind,
+        model: Option<&str>,
+        base_url: Option<&str>,
+        api_key: Option<&str>,
+        settings: &mut Settings,
+    ) -> Result<ProviderConfig, config::Error> {
+        let mut config = ProviderConfig::new(kind);
+        if let Some(model) = model {
+            config.model = model.to_string();
+        }
+        config.base_url = match kind.base_url_setting() {
+            Some(setting) => settings.plain(setting, base_url)?,
+            None => base_url.map(str::to_string),
+        };
+        config.api_key = settings.secret(kind.key_setting(), api_key)?;
+        Ok(config)
     }
 
     fn base_url(&self) -> String {
@@ -311,6 +333,32 @@ fn error_message(body: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_provider_resolves_flags_over_the_environment_over_defaults() {
+        let env = [
+            ("OLLAMA_BASE_URL", "http://gpu:11434"),
+            ("OLLAMA_API_KEY", "env-key"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let mut settings = Settings::new(None, env);
+        let from_env =
+            ProviderConfig::resolve(ProviderKind::Ollama, None, None, None, &mut settings).unwrap();
+        assert_eq!(from_env.model, ProviderKind::Ollama.default_model());
+        assert_eq!(from_env.base_url.as_deref(), Some("http://gpu:11434"));
+        assert_eq!(from_env.api_key.unwrap().expose(), "env-key");
+        let flagged = ProviderConfig::resolve(
+            ProviderKind::Ollama,
+            Some("llava"),
+            Some("http://local:1"),
+            Some("flag-key"),
+            &mut settings,
+        )
+        .unwrap();
+        assert_eq!(flagged.model, "llava");
+        assert_eq!(flagged.base_url.as_deref(), Some("http://local:1"));
+        assert_eq!(flagged.api_key.unwrap().expose(), "flag-key");
+    }
 
     #[test]
     fn secrets_never_print() {
