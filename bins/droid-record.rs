@@ -6,7 +6,7 @@ use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use droid::config::{self, Secret, UserConfig, ValueType};
 use droid::store::{RunSummary, Store};
@@ -75,8 +75,8 @@ enum ConfigAction {
         #[arg(long)]
         secret: bool,
         /// string, int, float, bool or json.
-        #[arg(long = "type", default_value = "string")]
-        value_type: String,
+        #[arg(long = "type", default_value = "string", value_parser = value_type)]
+        value_type: ValueType,
     },
     /// Print a setting; secrets print as <redacted> unless --reveal.
     Get {
@@ -88,6 +88,10 @@ enum ConfigAction {
     Unset { key: String },
     /// List settings and secrets (secrets without values).
     List,
+}
+
+fn value_type(name: &str) -> Result<ValueType, String> {
+    ValueType::parse(name).ok_or_else(|| "expected string, int, float, bool or json".to_string())
 }
 
 fn main() -> ExitCode {
@@ -162,10 +166,7 @@ fn configure(mut user: UserConfig, action: ConfigAction) -> Result<ExitCode> {
             if secret {
                 user.set_secret(&key, &Secret::new(value))?;
             } else {
-                let Some(kind) = ValueType::parse(&value_type) else {
-                    bail!("--type {value_type}: expected string, int, float, bool or json");
-                };
-                user.set(&key, &value, kind)?;
+                user.set(&key, &value, value_type)?;
             }
         }
         ConfigAction::Get { key, reveal } => match user.show(&key, reveal)? {
