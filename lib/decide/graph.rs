@@ -59,11 +59,7 @@ impl Screen {
     /// How likely an untried action here is to show a new screen, from what the tried ones
     /// showed (Laplace's rule: a half for a screen with no outcome yet).
     fn productivity(&self) -> f64 {
-        let rate = f64::from(self.discoveries + 1) / f64::from(self.outcomes + 2);
-        match self.guest {
-            true => rate * GUEST,
-            false => rate,
-        }
+        f64::from(self.discoveries + 1) / f64::from(self.outcomes + 2)
     }
 }
 
@@ -113,7 +109,8 @@ const SIBLING_ONCE: f64 = 0.35;
 /// Led to different screens from different siblings: it depends on the page it is on.
 const SIBLING_VARIES: f64 = 0.5;
 
-/// How much less a guest screen's untried actions are worth than the app's own.
+/// How much less a guest screen's untried actions are worth than the app's own, but for its
+/// form (see [`Graph::guest_scale`]).
 const GUEST: f64 = 0.3;
 
 /// Actions two sibling screens share at least.
@@ -287,9 +284,29 @@ impl Graph {
 
     /// How likely trying `key` (ranked `rank` by its looks) on `screen` is to show a new screen,
     /// before the screen's productivity: the rank's promise, scaled down when the key led away
-    /// from a sibling screen (see [`SIBLING_TRIED`]).
+    /// from a sibling screen (see [`SIBLING_TRIED`]) and on a guest screen. A form's submit is
+    /// not judged by its siblings: one dialog layout serves several forms (rename a note, create
+    /// one), and its "OK" does what the form asks.
     pub fn promise(&self, screen: ScreenId, key: &str, rank: Rank) -> f64 {
-        rank.promise() * self.sibling_scale(screen, key)
+        let sibling = match rank {
+            Rank::SubmitButton => 1.0,
+            _ => self.sibling_scale(screen, key),
+        };
+        rank.promise() * sibling * self.guest_scale(screen, key, rank)
+    }
+
+    /// A guest screen's own widgets lead around the other app; its form (a save dialog's file
+    /// name and button) is what the app asked for, and its submit hands control back.
+    fn guest_scale(&self, screen: ScreenId, key: &str, rank: Rank) -> f64 {
+        let guest = self.screens.get(screen).is_some_and(|s| s.guest);
+        let form = || {
+            rank == Rank::SubmitButton
+                || key.starts_with(&action_key(crate::events::ActionType::Input, ""))
+        };
+        match guest && !form() {
+            true => GUEST,
+            false => 1.0,
+        }
     }
 
     fn sibling_scale(&self, screen: ScreenId, key: &str) -> f64 {
@@ -607,6 +624,45 @@ mod tests {
         let checklist_menu = graph.observe(&screen("Main", "0", &["Sort", "Remove done"]));
         graph.record_edge(checklist, &click("More"), checklist_menu);
         assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_VARIES);
+    }
+
+    #[test]
+    fn a_guest_screen_promises_less_but_for_its_form() {
+        let mut graph = Graph::new();
+        let picker = graph.observe(&screen("Picker", "0", &["Show roots", "SAVE"]));
+        graph.mark_guest(picker);
+        let name = action_key(ActionType::Input, "android.widget.EditText|id/name||");
+        assert_eq!(
+            graph.promise(picker, &click("Show roots"), Rank::Text),
+            Rank::Text.promise() * GUEST
+        );
+        assert_eq!(
+            graph.promise(picker, &click("SAVE"), Rank::SubmitButton),
+            Rank::SubmitButton.promise()
+        );
+        assert_eq!(
+            graph.promise(picker, &name, Rank::Text),
+            Rank::Text.promise()
+        );
+    }
+
+    #[test]
+    fn a_submit_that_led_away_from_a_sibling_form_still_promises_in_full() {
+        // One layout for two dialogs (rename a note, create one): "OK" does what each asks.
+        let mut graph = Graph::new();
+        let form = ["Title", "Cancel", "OK"];
+        let rename = graph.observe(&screen("Main", "0", &form));
+        let create = graph.observe(&screen("Main", "0", &[&form[..], &["Checklist"]].concat()));
+        let renamed = graph.observe(&screen("Main", "0", &["Note"]));
+        graph.record_edge(rename, &click("OK"), renamed);
+        assert_eq!(
+            graph.promise(create, &click("OK"), Rank::SubmitButton),
+            Rank::SubmitButton.promise()
+        );
+        assert_eq!(
+            graph.promise(create, &click("Cancel"), Rank::Text),
+            Rank::Text.promise()
+        );
     }
 
     #[test]

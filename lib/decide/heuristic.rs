@@ -62,6 +62,9 @@ pub struct Heuristic {
     resubmits: HashMap<(ScreenId, ActionKey), u32>,
     /// Every text typed so far, to recognise fields that are already filled.
     typed: HashSet<String>,
+    /// Texts each field showed that were not typed here (the app's own: a file name, an item's
+    /// name in an edit dialog), per screen.
+    prefills: HashMap<(ScreenId, ActionKey), HashSet<String>>,
     /// A relaunch was decided: the next observation is the launch screen.
     relaunching: bool,
 }
@@ -90,6 +93,7 @@ impl Heuristic {
             foreign_steps: 0,
             fills: HashMap::new(),
             typed: HashSet::new(),
+            prefills: HashMap::new(),
             resubmits: HashMap::new(),
             relaunching: false,
         }
@@ -226,13 +230,7 @@ impl Heuristic {
             for key in local.fills {
                 *self.fills.entry((screen, key)).or_default() += 1;
             }
-            for key in local.resubmit {
-                let times = self.resubmits.entry((screen, key.clone())).or_default();
-                if *times < MAX_FILLS {
-                    *times += 1;
-                    self.graph.mark_untried(screen, &key);
-                }
-            }
+            self.retry_submits(screen, local.resubmit);
             return Choice {
                 actions: local.actions,
                 relaunch: None,
@@ -243,6 +241,32 @@ impl Heuristic {
             return back("every action here is explored and no known path leads further".into());
         }
         self.relaunch("nothing left to explore from here")
+    }
+
+    /// Makes a form's submit buttons worth trying again, up to [`MAX_FILLS`] times each.
+    fn retry_submits(&mut self, screen: ScreenId, keys: Vec<ActionKey>) {
+        for key in keys {
+            let times = self.resubmits.entry((screen, key.clone())).or_default();
+            if *times < MAX_FILLS {
+                *times += 1;
+                self.graph.mark_untried(screen, &key);
+            }
+        }
+    }
+
+    /// Whether a field shows text of the app's own that it did not show before on this screen:
+    /// the form holds something new (the same save dialog for another file), so its submit may
+    /// lead elsewhere this time.
+    fn shows_new_prefill(&mut self, screen: ScreenId, field: &UiElement) -> bool {
+        let text = field.text.trim();
+        if text.is_empty() || self.shows_typed_text(field) {
+            return false;
+        }
+        let key = action_key(ActionType::Input, &signature(field));
+        let shown = self.prefills.entry((screen, key)).or_default();
+        let new = !shown.is_empty() && !shown.contains(text);
+        shown.insert(text.to_string());
+        new
     }
 
     fn relaunch(&self, why: &str) -> Choice {
@@ -276,6 +300,21 @@ impl Heuristic {
             first_field.is_some_and(|field| e.element_id > field)
                 && (e.checkable || is_submit(label_in(elements, e)))
         };
+        let submits = || {
+            actionable
+                .iter()
+                .filter(|e| !e.checkable && control(e))
+                .map(|e| action_key(primary_action(e), &signature(e)))
+                .collect::<Vec<_>>()
+        };
+        // Every field's text is noted, and any new one reopens the form's submits.
+        let mut new_prefill = false;
+        for field in actionable.iter().filter(|e| e.editable) {
+            new_prefill |= self.shows_new_prefill(screen, field);
+        }
+        if new_prefill {
+            self.retry_submits(screen, submits());
+        }
         let widgets: Vec<&UiElement> = actionable
             .iter()
             .filter(|e| !e.editable)
@@ -327,11 +366,7 @@ impl Heuristic {
                 actions.push(act_on(elements, widget, primary_action(widget), why));
                 // A changed option makes the form's submit worth trying again.
                 if widget.checkable && control(widget) {
-                    resubmit = actionable
-                        .iter()
-                        .filter(|e| !e.checkable && control(e))
-                        .map(|e| action_key(primary_action(e), &signature(e)))
-                        .collect();
+                    resubmit = submits();
                 }
             }
             _ => {}
@@ -425,9 +460,11 @@ impl Heuristic {
 
     /// Test credentials for e-mail, user name and password fields, plausible text otherwise.
     fn text_for(&self, element: &UiElement) -> String {
+        // The id's entry name only: the package part ("simplemobiletools") is no hint.
+        let id = element.resource_id.rsplit('/').next().unwrap_or_default();
         let words = format!(
-            "{} {} {} {}",
-            element.resource_id, element.hint, element.content_desc, element.text
+            "{id} {} {} {}",
+            element.hint, element.content_desc, element.text
         )
         .to_lowercase();
         let has = |needles: &[&str]| needles.iter().any(|n| words.contains(n));

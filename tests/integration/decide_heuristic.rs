@@ -194,6 +194,43 @@ fn an_exhausted_screen_walks_the_shortest_known_path_to_untried_actions() {
     assert_eq!(decide(&home), ["home"]);
 }
 
+/// A save dialog of the app's package: a file-name field showing `name`, then "SAVE".
+fn save_dialog(name: &str) -> Observation {
+    let mut dialog = buttons("Save", &[name, "SAVE"]);
+    let field = &mut dialog.elements[0];
+    field.class_name = "android.widget.EditText".into();
+    field.resource_id = "com.simplemobiletools.notes.pro:id/title".into();
+    field.editable = true;
+    dialog
+}
+
+#[test]
+fn a_form_showing_new_text_of_its_own_is_submitted_again() {
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let first = save_dialog("Notes_2023.txt");
+    let choice = heuristic.decide(&first);
+    assert_eq!(
+        labels_of(&first, &choice.actions),
+        ["Notes_2023.txt", "SAVE"]
+    );
+    // The package's "mobile" is no hint that the field wants a phone number.
+    assert_eq!(
+        choice.actions[0].input_text.as_deref(),
+        Some("Hello from droid")
+    );
+    // SAVE did nothing: the dialog shows what was typed, and only back is left.
+    let typed = save_dialog("Hello from droid");
+    assert_eq!(
+        labels_of(&typed, &heuristic.decide(&typed).actions),
+        ["back"]
+    );
+    // The same dialog again for another file (another page's "Export as file"): its own new
+    // text may make SAVE do something else, so it is filled and submitted again.
+    let other = save_dialog("Diary.txt");
+    let choice = heuristic.decide(&other);
+    assert_eq!(labels_of(&other, &choice.actions), ["Diary.txt", "SAVE"]);
+}
+
 /// Runs droid-decide on the given lines, returning stdout lines, stderr and the exit code.
 fn stage(args: &[&str], input: &str) -> (Vec<String>, String, Option<i32>) {
     let mut child = droid("droid-decide")
