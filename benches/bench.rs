@@ -452,24 +452,39 @@ fn store() {
     );
 }
 
-/// A synthetic app of 500 screens (8 buttons each, every button leading to another screen) for
-/// the heuristic: screen `i`'s observation.
-fn synthetic_app_screen(i: usize) -> droid::events::Observation {
+/// Tabs of the tab bar on every screen of the synthetic app with one: tab `t` leads to screen `t`.
+const TABS: u32 = 4;
+
+/// Each screen's own buttons in the synthetic app, without and with a tab bar (then the tabs are
+/// half a screen's actions, so every two screens are siblings: the sibling rule's worst case).
+fn own_buttons(tab_bar: bool) -> u32 {
+    match tab_bar {
+        false => 8,
+        true => TABS,
+    }
+}
+
+/// A synthetic app of 500 screens (its own buttons each, every button leading to another
+/// screen, and with `tab_bar` [`TABS`] tabs shared by every screen) for the heuristic: screen
+/// `i`'s observation.
+fn synthetic_app_screen(i: usize, tab_bar: bool) -> droid::events::Observation {
     use droid::ui::{Bounds, UiElement};
-    let elements = (0..8u32)
-        .map(|k| UiElement {
-            element_id: k,
-            ref_id: Some(k + 1),
-            text: format!("Item {k} of {i}"),
-            class_name: "android.widget.Button".into(),
-            signature: format!("s{i}b{k}"),
-            clickable: true,
-            enabled: true,
-            visible: true,
-            bounds: Bounds::from([0, 200 * k as i32, 1080, 200 * k as i32 + 180]),
-            ..UiElement::default()
-        })
-        .collect();
+    let button = |k: u32, text: String, signature: String| UiElement {
+        element_id: k,
+        ref_id: Some(k + 1),
+        text,
+        class_name: "android.widget.Button".into(),
+        signature,
+        clickable: true,
+        enabled: true,
+        visible: true,
+        bounds: Bounds::from([0, 150 * k as i32, 1080, 150 * k as i32 + 140]),
+        ..UiElement::default()
+    };
+    let own = own_buttons(tab_bar);
+    let tabs = (0..TABS * u32::from(tab_bar))
+        .map(|t| button(own + t, format!("Tab {t}"), format!("tab{t}")));
+    let own = (0..own).map(|k| button(k, format!("Item {k} of {i}"), format!("s{i}b{k}")));
     droid::events::Observation {
         package: Some("com.bench".into()),
         activity: Some(format!("com.bench.A{}", i % 20)),
@@ -480,19 +495,37 @@ fn synthetic_app_screen(i: usize) -> droid::events::Observation {
             )),
             ..Default::default()
         }),
-        elements,
+        elements: own.chain(tabs).collect(),
         ..Default::default()
     }
 }
 
 /// Heuristic decision time per step while it explores a 500-screen app to exhaustion: early
 /// steps find untried actions on the screen, late ones walk the graph (breadth-first search).
+/// Then the same app with a tab bar on every screen, whose tabs' sibling evidence grows with
+/// the screens.
 fn decide() {
+    for tab_bar in [false, true] {
+        println!(
+            "\n{}\n",
+            match tab_bar {
+                false => "Without shared widgets:",
+                true => "With a tab bar on every screen:",
+            }
+        );
+        explore_synthetic_app(tab_bar);
+    }
+}
+
+fn explore_synthetic_app(tab_bar: bool) {
     use droid::decide::heuristic::Heuristic;
     const SCREENS: usize = 500;
-    let screens: Vec<_> = (0..SCREENS).map(synthetic_app_screen).collect();
+    let screens: Vec<_> = (0..SCREENS)
+        .map(|i| synthetic_app_screen(i, tab_bar))
+        .collect();
     let mut heuristic = Heuristic::new(1, droid::decide::Credentials::default());
     heuristic.set_package(Some("com.bench".into()), Vec::new());
+    let own = own_buttons(tab_bar);
     let mut stack = vec![0usize];
     let mut times = Vec::new();
     for _ in 0..12_000 {
@@ -502,6 +535,7 @@ fn decide() {
         times.push(start.elapsed());
         let action = &choice.actions[0];
         match action.ref_id {
+            Some(k) if k > own => stack.push((k - own - 1) as usize),
             Some(k) => stack.push((at * 31 + k as usize * 17 + 1) % SCREENS),
             None if stack.len() > 1 => {
                 stack.pop();

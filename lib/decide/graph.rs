@@ -4,7 +4,7 @@
 //! action.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use sha2::{Digest, Sha256};
 
@@ -93,6 +93,22 @@ pub struct Graph {
     led_away_on: HashMap<ActionKey, Vec<(ScreenId, ScreenId)>>,
     /// [`Graph::siblings`] answers, until one of the pair gains an action.
     sibling_cache: RefCell<HashMap<(ScreenId, ScreenId), bool>>,
+    /// Per widget's action key and screen, what its moves on the screen's siblings showed so
+    /// far (kept up to date as moves are added: a tab bar's moves grow with the screens), until a
+    /// known screen gains an action.
+    sibling_evidence: RefCell<HashMap<ActionKey, HashMap<ScreenId, SiblingEvidence>>>,
+}
+
+/// What a widget did on a screen's siblings, from the first `seen` of its moves.
+#[derive(Debug, Clone, Copy, Default)]
+struct SiblingEvidence {
+    seen: usize,
+    moves: usize,
+    target: Option<ScreenId>,
+    /// Targets differ.
+    varies: bool,
+    /// A target is the screen itself or one of its siblings.
+    among_siblings: bool,
 }
 
 /// An untried widget that led away from a sibling screen (one sharing most of its actions: a
@@ -182,6 +198,10 @@ impl Graph {
             self.sibling_cache
                 .get_mut()
                 .retain(|&(a, b), _| a != id && b != id);
+            // A new screen is in no evidence yet (its moves come after it is observed).
+            if known > 0 {
+                self.sibling_evidence.get_mut().clear();
+            }
         }
         id
     }
@@ -310,22 +330,37 @@ impl Graph {
     }
 
     fn sibling_scale(&self, screen: ScreenId, key: &str) -> f64 {
-        let targets: Vec<ScreenId> = self.led_away_on.get(key).map_or(Vec::new(), |moves| {
-            moves
-                .iter()
-                .filter(|&&(other, _)| other != screen && self.siblings(screen, other))
-                .map(|&(_, to)| to)
-                .collect()
-        });
-        let distinct: HashSet<ScreenId> = targets.iter().copied().collect();
-        let among_siblings = distinct
-            .iter()
-            .any(|&to| to == screen || self.siblings(screen, to));
-        match (targets.len(), distinct.len()) {
-            (0, _) => 1.0,
-            _ if among_siblings => SIBLING_TRIED,
-            (1, _) => SIBLING_ONCE,
-            (_, 1) => SIBLING_TRIED,
+        let Some(moves) = self.led_away_on.get(key) else {
+            return 1.0;
+        };
+        let mut cache = self.sibling_evidence.borrow_mut();
+        if !cache.contains_key(key) {
+            cache.insert(key.to_string(), HashMap::new());
+        }
+        let evidence = cache
+            .get_mut(key)
+            .map(|by_screen| by_screen.entry(screen).or_default());
+        let Some(evidence) = evidence else {
+            return 1.0;
+        };
+        for &(other, to) in &moves[evidence.seen..] {
+            if other == screen || !self.siblings(screen, other) {
+                continue;
+            }
+            evidence.moves += 1;
+            evidence.varies |= evidence.target.is_some_and(|target| target != to);
+            evidence.target.get_or_insert(to);
+            evidence.among_siblings |= to == screen || self.siblings(screen, to);
+        }
+        evidence.seen = moves.len();
+        match *evidence {
+            SiblingEvidence { moves: 0, .. } => 1.0,
+            SiblingEvidence {
+                among_siblings: true,
+                ..
+            } => SIBLING_TRIED,
+            SiblingEvidence { moves: 1, .. } => SIBLING_ONCE,
+            SiblingEvidence { varies: false, .. } => SIBLING_TRIED,
             _ => SIBLING_VARIES,
         }
     }
@@ -624,6 +659,25 @@ mod tests {
         let checklist_menu = graph.observe(&screen("Main", "0", &["Sort", "Remove done"]));
         graph.record_edge(checklist, &click("More"), checklist_menu);
         assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_VARIES);
+    }
+
+    #[test]
+    fn sibling_evidence_follows_a_screen_that_gains_an_action() {
+        // Two rows of a list, then three: the home screen gains a whole-screen scroll, which
+        // makes it share three actions with the page, a sibling from then on.
+        let mut graph = Graph::new();
+        let home = graph.observe(&screen("Main", "0", &["T1", "T2", "Row", "Row"]));
+        let page = graph.observe(&screen("Main", "0", &["T1", "T2", "Item", "Item", "Item"]));
+        let elsewhere = graph.observe(&screen("Other", "0", &["Z"]));
+        graph.record_edge(home, &click("T1"), elsewhere);
+        assert!(graph.offers(page, SCROLL) && !graph.offers(home, SCROLL));
+        assert_eq!(graph.promise(page, &click("T1"), Rank::Text), 1.0);
+        graph.observe(&screen("Main", "0", &["T1", "T2", "Row", "Row", "Row"]));
+        assert!(graph.offers(home, SCROLL));
+        assert_eq!(
+            graph.promise(page, &click("T1"), Rank::Text),
+            Rank::Text.promise() * SIBLING_ONCE
+        );
     }
 
     #[test]
