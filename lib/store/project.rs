@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::held::{Held, OutcomeRow, StepRow};
-use super::{host_name, stable_id, stats, Context, Error, Result, Store};
+use super::stats::{self, Tally};
+use super::{host_name, stable_id, Context, Error, Result, Store};
 use crate::events::{ActionResult, Decision, Event, Line, Observation, RunEnded, RunStarted};
 use crate::hash::hamming;
 use crate::ui::{possible_actions, PossibleAction};
@@ -705,6 +706,8 @@ struct RunProjection {
     current: Option<StepState>,
     steps: i64,
     screens: HashSet<i64>,
+    /// The decisions and results this projector projected, for `run_stats`.
+    tally: Tally,
 }
 
 /// Projects events into the tables; caches what it looked up.
@@ -757,8 +760,14 @@ impl Projector {
                 .ctx("projecting run_ended")?;
             }
             Event::Observation(o) => self.observe(conn, run_id, run, o, seq)?,
-            Event::Decision(d) => self.decide(conn, run_id, d)?,
-            Event::Result(r) => self.act(conn, run_id, r)?,
+            Event::Decision(d) => {
+                self.run(conn, run_id)?.tally.decision(d);
+                self.decide(conn, run_id, d)?;
+            }
+            Event::Result(r) => {
+                self.run(conn, run_id)?.tally.result(r);
+                self.act(conn, run_id, r)?;
+            }
             Event::Note(_) => {}
         }
         Ok(())
@@ -773,7 +782,8 @@ impl Projector {
     /// Writes the rows held back and refreshes the run's `run_stats`.
     pub fn refresh_stats(&mut self, conn: &Connection, run_id: i64) -> Result<()> {
         self.flush(conn)?;
-        stats::refresh(conn, run_id)
+        let tally = self.runs.get(&run_id).map(|run| &run.tally);
+        stats::refresh(conn, run_id, tally)
     }
 
     fn run(&mut self, conn: &Connection, run_id: i64) -> Result<&mut RunProjection> {
@@ -1224,6 +1234,8 @@ fn load_run_projection(conn: &Connection, run_id: i64) -> Result<RunProjection> 
         current,
         steps,
         screens,
+        // Counts only what is projected from here on: short of the log, `run_stats` reads it.
+        tally: Tally::default(),
     })
 }
 
@@ -1350,6 +1362,15 @@ mod tests {
         .collect()
     }
 
+    /// Feeds events in one ingest, complete steps grouped as droid-record groups a backlog.
+    fn feed(store: &Store, events: Vec<Event>) {
+        let mut ingest = store.ingest().group_commit(256);
+        for event in events {
+            ingest.push_event(event).unwrap();
+        }
+        ingest.finish().unwrap();
+    }
+
     #[test]
     fn held_rows_come_out_as_if_written_at_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -1365,11 +1386,7 @@ mod tests {
         ingest.finish().unwrap();
         // A backlog: steps share transactions, rows are linked while held.
         let backlog = Store::open(&dir.path().join("backlog.db")).unwrap();
-        let mut ingest = backlog.ingest().group_commit(256);
-        for event in batches(1..=11) {
-            ingest.push_event(event).unwrap();
-        }
-        ingest.finish().unwrap();
+        feed(&backlog, batches(1..=11));
 
         let tables = projected(&live);
         assert_eq!(projected(&backlog), tables);
@@ -1387,6 +1404,45 @@ mod tests {
         );
         // Steps with a successful action (1 to 3 actions), but the last.
         assert_eq!(led_on, vec![vec![rusqlite::types::Value::Integer(8)]]);
+    }
+
+    #[test]
+    fn run_stats_from_the_tally_are_those_read_from_the_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("c.db")).unwrap();
+        feed(&store, batches(1..=9));
+        let stats = |store: &Store| {
+            table(
+                store,
+                "SELECT multi_action_batch_count, single_action_count, total_batch_actions,
+                 avg_batch_size, max_batch_size, invalid_bbox_count FROM run_stats",
+            )
+        };
+        use rusqlite::types::Value::{Integer, Real};
+        // Batches of 1, 2, 3, 0, 1, 2, 3, 0, 1; one invalid bbox in each batch of 2 or 3.
+        let expected = vec![vec![
+            Integer(4),
+            Integer(3),
+            Integer(10),
+            Real(13.0 / 9.0),
+            Integer(3),
+            Integer(4),
+        ]];
+        assert_eq!(stats(&store), expected);
+        let row = table(&store, "SELECT * FROM run_stats");
+        let run_id = store.run_row_id("r").unwrap();
+        store
+            .write(|conn| stats::refresh(conn, run_id, None))
+            .unwrap();
+        assert_eq!(table(&store, "SELECT * FROM run_stats"), row);
+
+        // A second ingest continues the run: its tally is short of the log, so the events are
+        // read; the result is what a rebuild gives.
+        feed(&store, batches(10..=11));
+        let continued = table(&store, "SELECT * FROM run_stats");
+        assert_eq!(stats(&store)[0][0], Integer(6));
+        store.rebuild().unwrap();
+        assert_eq!(table(&store, "SELECT * FROM run_stats"), continued);
     }
 
     #[test]
