@@ -7,6 +7,7 @@
 //! natural key in its run (`obs:12`, `res:12:0`, ...) and a known key is skipped.
 //! `docs/storage.md` documents the tables and the rules.
 
+mod held;
 mod project;
 mod query;
 mod schema;

@@ -4,7 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{host_name, stable_id, stats, Context, Error, Result, Store};
+use super::held::{Held, OutcomeRow, StepRow};
+use super::stats::{self, Tally};
+use super::{host_name, stable_id, Context, Error, Result, Store};
 use crate::events::{ActionResult, Decision, Event, Line, Observation, RunEnded, RunStarted};
 use crate::hash::hamming;
 use crate::ui::{possible_actions, PossibleAction};
@@ -268,9 +270,10 @@ impl Ingest<'_> {
             .filter_map(|log| log.row_id)
             .collect();
         if !touched.is_empty() {
+            let projector = &mut self.projector;
             self.store.write(|conn| {
                 for run_id in touched {
-                    stats::refresh(conn, run_id)?;
+                    projector.refresh_stats(conn, run_id)?;
                 }
                 Ok(())
             })?;
@@ -432,8 +435,9 @@ impl Ingest<'_> {
                 log.touched |= new_in_step > 0;
                 recorded += new_in_step;
             }
+            projector.flush(conn)?;
             for run_id in ended {
-                stats::refresh(conn, run_id)?;
+                projector.refresh_stats(conn, run_id)?;
             }
             Ok(recorded)
         });
@@ -588,6 +592,7 @@ pub(crate) fn replay_all(conn: &Connection) -> Result<u64> {
             projector.apply(conn, *run_id, run, &event, *seq)?;
         }
     }
+    projector.flush(conn)?;
     let runs: Vec<i64> = {
         let mut stmt = conn
             .prepare("SELECT id FROM runs ORDER BY id")
@@ -596,7 +601,7 @@ pub(crate) fn replay_all(conn: &Connection) -> Result<u64> {
         rows.collect::<rusqlite::Result<_>>().ctx("listing runs")?
     };
     for run_id in runs {
-        stats::refresh(conn, run_id)?;
+        projector.refresh_stats(conn, run_id)?;
     }
     Ok(events.len() as u64)
 }
@@ -701,6 +706,8 @@ struct RunProjection {
     current: Option<StepState>,
     steps: i64,
     screens: HashSet<i64>,
+    /// The decisions and results this projector projected, for `run_stats`.
+    tally: Tally,
 }
 
 /// Projects events into the tables; caches what it looked up.
@@ -712,6 +719,8 @@ pub(crate) struct Projector {
     /// would change nothing.
     registered: HashSet<u64>,
     runs: HashMap<i64, RunProjection>,
+    /// Step and outcome rows not written yet; [`Projector::flush`] writes them.
+    held: Held,
 }
 
 impl Projector {
@@ -751,20 +760,34 @@ impl Projector {
                 .ctx("projecting run_ended")?;
             }
             Event::Observation(o) => self.observe(conn, run_id, run, o, seq)?,
-            Event::Decision(d) => self.decide(conn, run_id, d)?,
-            Event::Result(r) => self.act(conn, run_id, r)?,
+            Event::Decision(d) => {
+                self.run(conn, run_id)?.tally.decision(d);
+                self.decide(conn, run_id, d)?;
+            }
+            Event::Result(r) => {
+                self.run(conn, run_id)?.tally.result(r);
+                self.act(conn, run_id, r)?;
+            }
             Event::Note(_) => {}
         }
         Ok(())
     }
 
+    /// Writes the rows held back: before the transaction commits and before anything reads
+    /// `step_logs` or `graph_persistence_outcomes`.
+    pub fn flush(&mut self, conn: &Connection) -> Result<()> {
+        self.held.flush(conn)
+    }
+
+    /// Writes the rows held back and refreshes the run's `run_stats`.
+    pub fn refresh_stats(&mut self, conn: &Connection, run_id: i64) -> Result<()> {
+        self.flush(conn)?;
+        let tally = self.runs.get(&run_id).map(|run| &run.tally);
+        stats::refresh(conn, run_id, tally)
+    }
+
     fn run(&mut self, conn: &Connection, run_id: i64) -> Result<&mut RunProjection> {
-        Ok(match self.runs.entry(run_id) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                entry.insert(load_run_projection(conn, run_id)?)
-            }
-        })
+        run_projection(&mut self.runs, conn, run_id)
     }
 
     fn observe(
@@ -835,22 +858,17 @@ impl Projector {
                 composite
             }
         };
-        conn.prepare_cached(
-            "INSERT OR IGNORE INTO graph_persistence_outcomes (outcome_id, run_id, step_ordinal,
-             screen_id, upsert_kind, source_run_seq, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                stable_id(&[run, &step.to_string(), kind]),
-                run_id,
-                step as i64,
-                screen_id,
-                kind,
-                seq,
-                ts
-            ])
-        })
-        .ctx("recording the outcome")?;
+        self.held.outcome(OutcomeRow {
+            outcome_id: stable_id(&[run, &step.to_string(), kind]),
+            run_id,
+            step: step as i64,
+            screen_id,
+            action_id: None,
+            to_screen: None,
+            kind,
+            seq,
+            ts: ts.clone(),
+        });
         if self.registered.insert(actions_fingerprint(screen_id, o)) {
             register_actions(conn, screen_id, &composite, o, &ts)?;
         }
@@ -858,9 +876,18 @@ impl Projector {
         let state = self.run(conn, run_id)?;
         if let Some(previous) = state.current.take() {
             if previous.step != step {
-                link(conn, run_id, &previous, screen_id, &composite, &ts)?;
+                link(
+                    conn,
+                    &mut self.held,
+                    run_id,
+                    &previous,
+                    screen_id,
+                    &composite,
+                    &ts,
+                )?;
             }
         }
+        let state = self.run(conn, run_id)?;
         state.steps += 1;
         state.screens.insert(screen_id);
         let (steps, screens) = (state.steps, state.screens.len() as i64);
@@ -922,7 +949,8 @@ impl Projector {
     }
 
     fn act(&mut self, conn: &Connection, run_id: i64, r: &ActionResult) -> Result<()> {
-        let state = self.run(conn, run_id)?;
+        // Not `self.run`: the step's state and the held rows are borrowed together.
+        let state = run_projection(&mut self.runs, conn, run_id)?;
         let current = match state.current.as_mut() {
             Some(current) if r.step.map_or(true, |s| s == current.step) => Some(current),
             _ => None,
@@ -983,46 +1011,34 @@ impl Projector {
             })
             .ctx("counting coverage")?;
             if r.success {
-                conn.prepare_cached(
-                    "UPDATE graph_persistence_outcomes SET action_id = ?3
-                     WHERE run_id = ?1 AND step_ordinal = ?2",
-                )
-                .and_then(|mut s| s.execute(params![run_id, current.step as i64, action_id]))
-                .ctx("recording the step's action")?;
+                self.held
+                    .set_action(conn, run_id, current.step as i64, &action_id)?;
                 current.last_action = Some((action_id, verb.to_string()));
             }
         }
         let bbox = planned
             .and_then(|a| a.target_bounding_box.as_ref())
             .and_then(|b| serde_json::to_string(b).ok());
-        conn.prepare_cached(
-            "INSERT INTO step_logs (run_id, step_number, timestamp, from_screen_id, action_type,
-             action_description, target_bbox_json, input_text, execution_success, error_message,
-             action_duration_ms, ai_response_time_ms, ai_reasoning, was_retried, retry_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                run_id,
-                r.step.unwrap_or(0) as i64,
-                ts,
-                from_screen,
-                verb,
-                planned
-                    .and_then(|a| a.action_desc.clone())
-                    .or_else(|| r.target.clone()),
-                bbox,
-                planned.and_then(|a| a.input_text.clone()),
-                r.success,
-                r.error_message,
-                r.duration_ms as f64,
-                ai.map(|a| a.latency_ms as f64),
-                planned.and_then(|a| a.reasoning.clone()),
-                ai.is_some_and(|a| a.retries > 0),
-                ai.map_or(0, |a| a.retries)
-            ])
-        })
-        .ctx("recording a step")?;
+        self.held.step(StepRow {
+            run_id,
+            step: r.step.unwrap_or(0) as i64,
+            ts,
+            from_screen,
+            to_screen: None,
+            action_type: verb.to_string(),
+            description: planned
+                .and_then(|a| a.action_desc.clone())
+                .or_else(|| r.target.clone()),
+            bbox,
+            input_text: planned.and_then(|a| a.input_text.clone()),
+            success: r.success,
+            error: r.error_message.clone(),
+            duration_ms: r.duration_ms as f64,
+            ai_latency_ms: ai.map(|a| a.latency_ms as f64),
+            reasoning: planned.and_then(|a| a.reasoning.clone()),
+            was_retried: ai.is_some_and(|a| a.retries > 0),
+            retry_count: ai.map_or(0, |a| a.retries),
+        });
         Ok(())
     }
 }
@@ -1126,6 +1142,7 @@ fn register_actions(
 /// edge of its last successful action are counted.
 fn link(
     conn: &Connection,
+    held: &mut Held,
     run_id: i64,
     previous: &StepState,
     to: i64,
@@ -1133,21 +1150,11 @@ fn link(
     ts: &str,
 ) -> Result<()> {
     let step = previous.step as i64;
-    conn.prepare_cached(
-        "UPDATE step_logs SET to_screen_id = ?3
-         WHERE run_id = ?1 AND step_number = ?2 AND to_screen_id IS NULL",
-    )
-    .and_then(|mut s| s.execute(params![run_id, step, to]))
-    .ctx("linking steps")?;
+    held.link_steps(conn, run_id, step, to)?;
     let Some((action_id, verb)) = &previous.last_action else {
         return Ok(());
     };
-    conn.prepare_cached(
-        "UPDATE graph_persistence_outcomes SET to_screen_id = ?3
-         WHERE run_id = ?1 AND step_ordinal = ?2",
-    )
-    .and_then(|mut s| s.execute(params![run_id, step, to]))
-    .ctx("linking steps")?;
+    held.link_outcome(conn, run_id, step, to)?;
     conn.prepare_cached(
         "INSERT INTO transitions (run_id, from_screen_id, to_screen_id, action_type, count)
          VALUES (?1, ?2, ?3, ?4, 1)
@@ -1174,6 +1181,20 @@ fn link(
     })
     .ctx("counting an edge")?;
     Ok(())
+}
+
+/// The projection state of a run, loaded on first use.
+fn run_projection<'r>(
+    runs: &'r mut HashMap<i64, RunProjection>,
+    conn: &Connection,
+    run_id: i64,
+) -> Result<&'r mut RunProjection> {
+    Ok(match runs.entry(run_id) {
+        std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+        std::collections::hash_map::Entry::Vacant(entry) => {
+            entry.insert(load_run_projection(conn, run_id)?)
+        }
+    })
 }
 
 /// Picks up a run projected earlier (another process, or an earlier ingest).
@@ -1213,6 +1234,8 @@ fn load_run_projection(conn: &Connection, run_id: i64) -> Result<RunProjection> 
         current,
         steps,
         screens,
+        // Counts only what is projected from here on: short of the log, `run_stats` reads it.
+        tally: Tally::default(),
     })
 }
 
@@ -1278,6 +1301,148 @@ mod tests {
             ids[2], ids[1],
             "one bit from the second, seven from the first"
         );
+    }
+
+    /// A run over four screens whose decisions have 0 to 3 actions; every second action fails
+    /// with an invalid bounding box.
+    fn batches(steps: std::ops::RangeInclusive<u64>) -> Vec<Event> {
+        let mut events = Vec::new();
+        for step in steps {
+            let phash = [0, 0xffff, 0xffff_0000, 0xffff_0000_0000][(step % 4) as usize];
+            events.push(observation(step, "A", phash));
+            let n = (step % 4) as u32;
+            events.push(Event::Decision(Decision {
+                run_id: Some("r".into()),
+                step: Some(step),
+                ts: None,
+                decider: None,
+                actions: (0..n)
+                    .map(|_| crate::events::Action::new(crate::events::ActionType::Click))
+                    .collect(),
+                signup_completed: false,
+                done: false,
+                ai: None,
+                extra: Default::default(),
+            }));
+            for index in 0..n {
+                events.push(Event::Result(ActionResult {
+                    run_id: Some("r".into()),
+                    step: Some(step),
+                    index,
+                    action_type: "click".into(),
+                    target_signature: Some(format!("w{index}")),
+                    success: index % 2 == 0,
+                    error_kind: (index % 2 == 1).then(|| "invalid_bbox".into()),
+                    ..ActionResult::default()
+                }));
+            }
+        }
+        events
+    }
+
+    fn table(store: &Store, sql: &str) -> Vec<Vec<rusqlite::types::Value>> {
+        let mut stmt = store.conn.prepare(sql).unwrap();
+        let columns = stmt.column_count();
+        stmt.query_map([], |r| (0..columns).map(|i| r.get(i)).collect())
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    fn projected(store: &Store) -> Vec<Vec<Vec<rusqlite::types::Value>>> {
+        [
+            "SELECT * FROM step_logs ORDER BY id",
+            "SELECT * FROM graph_persistence_outcomes ORDER BY run_id, step_ordinal",
+            "SELECT * FROM transitions ORDER BY id",
+            "SELECT * FROM edges ORDER BY edge_id",
+            "SELECT * FROM run_stats",
+        ]
+        .into_iter()
+        .map(|sql| table(store, sql))
+        .collect()
+    }
+
+    /// Feeds events in one ingest, complete steps grouped as droid-record groups a backlog.
+    fn feed(store: &Store, events: Vec<Event>) {
+        let mut ingest = store.ingest().group_commit(256);
+        for event in events {
+            ingest.push_event(event).unwrap();
+        }
+        ingest.finish().unwrap();
+    }
+
+    #[test]
+    fn held_rows_come_out_as_if_written_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // A live pipe: every step committed on its own, so each step's rows are written before
+        // the next observation links them.
+        let live = Store::open(&dir.path().join("live.db")).unwrap();
+        let mut ingest = live.ingest();
+        for event in batches(1..=11) {
+            ingest.push_event(event).unwrap();
+            ingest.commit().unwrap();
+        }
+        assert!(ingest.stats().commits >= 11);
+        ingest.finish().unwrap();
+        // A backlog: steps share transactions, rows are linked while held.
+        let backlog = Store::open(&dir.path().join("backlog.db")).unwrap();
+        feed(&backlog, batches(1..=11));
+
+        let tables = projected(&live);
+        assert_eq!(projected(&backlog), tables);
+        live.rebuild().unwrap();
+        assert_eq!(projected(&live), tables);
+        let unlinked = table(
+            &live,
+            "SELECT DISTINCT step_number FROM step_logs WHERE to_screen_id IS NULL",
+        );
+        assert_eq!(unlinked, vec![vec![rusqlite::types::Value::Integer(11)]]);
+        let led_on = table(
+            &live,
+            "SELECT COUNT(*) FROM graph_persistence_outcomes WHERE action_id IS NOT NULL
+             AND to_screen_id IS NOT NULL",
+        );
+        // Steps with a successful action (1 to 3 actions), but the last.
+        assert_eq!(led_on, vec![vec![rusqlite::types::Value::Integer(8)]]);
+    }
+
+    #[test]
+    fn run_stats_from_the_tally_are_those_read_from_the_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("c.db")).unwrap();
+        feed(&store, batches(1..=9));
+        let stats = |store: &Store| {
+            table(
+                store,
+                "SELECT multi_action_batch_count, single_action_count, total_batch_actions,
+                 avg_batch_size, max_batch_size, invalid_bbox_count FROM run_stats",
+            )
+        };
+        use rusqlite::types::Value::{Integer, Real};
+        // Batches of 1, 2, 3, 0, 1, 2, 3, 0, 1; one invalid bbox in each batch of 2 or 3.
+        let expected = vec![vec![
+            Integer(4),
+            Integer(3),
+            Integer(10),
+            Real(13.0 / 9.0),
+            Integer(3),
+            Integer(4),
+        ]];
+        assert_eq!(stats(&store), expected);
+        let row = table(&store, "SELECT * FROM run_stats");
+        let run_id = store.run_row_id("r").unwrap();
+        store
+            .write(|conn| stats::refresh(conn, run_id, None))
+            .unwrap();
+        assert_eq!(table(&store, "SELECT * FROM run_stats"), row);
+
+        // A second ingest continues the run: its tally is short of the log, so the events are
+        // read; the result is what a rebuild gives.
+        feed(&store, batches(10..=11));
+        let continued = table(&store, "SELECT * FROM run_stats");
+        assert_eq!(stats(&store)[0][0], Integer(6));
+        store.rebuild().unwrap();
+        assert_eq!(table(&store, "SELECT * FROM run_stats"), continued);
     }
 
     #[test]

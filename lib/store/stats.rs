@@ -7,10 +7,63 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
 use super::{Context, Result};
+use crate::events::{ActionResult, Decision};
+
+/// What `run_stats` counts of a run's decisions and results, kept while projecting them, so a
+/// refresh need not read every decision's and result's JSON again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    decisions: i64,
+    results: i64,
+    /// Actions of all decisions.
+    actions: i64,
+    /// Decisions of one action; of more than one, and their actions.
+    single: i64,
+    multi: i64,
+    multi_actions: i64,
+    max_batch: i64,
+    invalid_bbox: i64,
+}
+
+impl Tally {
+    pub fn decision(&mut self, d: &Decision) {
+        let n = d.actions.len() as i64;
+        self.decisions += 1;
+        self.actions += n;
+        self.single += i64::from(n == 1);
+        if n > 1 {
+            self.multi += 1;
+            self.multi_actions += n;
+        }
+        self.max_batch = self.max_batch.max(n);
+    }
+
+    pub fn result(&mut self, r: &ActionResult) {
+        self.results += 1;
+        self.invalid_bbox += i64::from(r.error_kind.as_deref() == Some("invalid_bbox"));
+    }
+
+    /// The batching and invalid-bbox fields, in the order [`counted`] gives them.
+    fn fields(&self) -> [Sql; 6] {
+        let average = match self.decisions {
+            0 => Sql::Null,
+            n => Sql::Real(self.actions as f64 / n as f64),
+        };
+        [
+            self.multi.into(),
+            self.single.into(),
+            self.multi_actions.into(),
+            average,
+            self.max_batch.into(),
+            self.invalid_bbox.into(),
+        ]
+    }
+}
 
 /// Recomputes the `run_stats` row of one run (its id is the run's id, so rebuilding the
-/// projection reproduces it exactly).
-pub(crate) fn refresh(conn: &Connection, run_id: i64) -> Result<()> {
+/// projection reproduces it exactly). `tally` is what the caller projected of the run; it is
+/// used when it covers every decision and result in the log, else they are read again.
+pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<()> {
     let mut fields: Vec<(&'static str, Sql)> =
         vec![("id", run_id.into()), ("run_id", run_id.into())];
 
@@ -113,20 +166,17 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64) -> Result<()> {
         fields.push((name, value));
     }
 
-    // Batching.
-    let batching = one("SELECT COALESCE(SUM(n > 1), 0), COALESCE(SUM(n = 1), 0),
-           COALESCE(SUM(CASE WHEN n > 1 THEN n ELSE 0 END), 0), AVG(n), COALESCE(MAX(n), 0)
-         FROM (SELECT json_array_length(json, '$.actions') n FROM run_events
-               WHERE run_id = ?1 AND type = 'decision')")?;
+    // Batching, and results with an invalid bounding box.
     for (name, value) in [
         "multi_action_batch_count",
         "single_action_count",
         "total_batch_actions",
         "avg_batch_size",
         "max_batch_size",
+        "invalid_bbox_count",
     ]
     .into_iter()
-    .zip(batching)
+    .zip(counted(conn, run_id, tally)?)
     {
         fields.push((name, value));
     }
@@ -136,8 +186,6 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64) -> Result<()> {
            COALESCE(SUM(k = 'stuck'), 0), COALESCE(SUM(k = 'stuck' AND rec = 1), 0),
            COALESCE(SUM(k = 'crash'), 0), COALESCE(SUM(k = 'relaunch'), 0),
            COALESCE(SUM(k = 'context_loss'), 0),
-           (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'result'
-              AND json_extract(json, '$.error_kind') = 'invalid_bbox'),
            COALESCE(SUM(k = 'uiautomator_crash'), 0),
            COALESCE(SUM(k = 'uiautomator_crash' AND rec = 1), 0),
            AVG(ms)
@@ -150,7 +198,6 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64) -> Result<()> {
         "app_crash_count",
         "app_relaunch_count",
         "context_recovery_count",
-        "invalid_bbox_count",
         "uiautomator_crash_count",
         "uiautomator_recovery_count",
         "avg_recovery_time_ms",
@@ -244,6 +291,44 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64) -> Result<()> {
     )
     .ctx("writing run_stats")?;
     Ok(())
+}
+
+/// The batching fields and the invalid-bbox count: from `tally` when it counted as many
+/// decisions and results as the log holds (a count the type index answers without reading
+/// the events), else from every decision's and result's JSON.
+fn counted(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<[Sql; 6]> {
+    if let Some(tally) = tally {
+        let logged: (i64, i64) = conn
+            .prepare_cached(
+                "SELECT (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'decision'),
+                   (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'result')",
+            )
+            .and_then(|mut s| s.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?))))
+            .ctx("computing run_stats")?;
+        if logged == (tally.decisions, tally.results) {
+            return Ok(tally.fields());
+        }
+    }
+    conn.query_row(
+        "SELECT COALESCE(SUM(n > 1), 0), COALESCE(SUM(n = 1), 0),
+           COALESCE(SUM(CASE WHEN n > 1 THEN n ELSE 0 END), 0), AVG(n), COALESCE(MAX(n), 0),
+           (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'result'
+              AND json_extract(json, '$.error_kind') = 'invalid_bbox')
+         FROM (SELECT json_array_length(json, '$.actions') n FROM run_events
+               WHERE run_id = ?1 AND type = 'decision')",
+        [run_id],
+        |r| {
+            Ok([
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ])
+        },
+    )
+    .ctx("computing run_stats")
 }
 
 fn as_i64(value: &Sql) -> i64 {
