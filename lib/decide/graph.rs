@@ -88,15 +88,21 @@ pub struct Graph {
     by_activity: HashMap<String, Vec<ScreenId>>,
     /// The screen the app shows when (re)launched.
     launch: Option<ScreenId>,
-    /// Per widget's action key, the screens it was tried on where it showed another screen, and
-    /// that one.
-    led_away_on: HashMap<ActionKey, Vec<(ScreenId, ScreenId)>>,
+    /// Per widget's action key, where it led away.
+    led_away_on: HashMap<ActionKey, LedAway>,
     /// [`Graph::siblings`] answers, until one of the pair gains an action.
     sibling_cache: RefCell<HashMap<(ScreenId, ScreenId), bool>>,
-    /// Per widget's action key and screen, what its moves on the screen's siblings showed so
-    /// far (kept up to date as moves are added: a tab bar's moves grow with the screens), until a
-    /// known screen gains an action.
-    sibling_evidence: RefCell<HashMap<ActionKey, HashMap<ScreenId, SiblingEvidence>>>,
+}
+
+/// Where one widget led away, and what that says on each screen.
+#[derive(Debug, Clone, Default)]
+struct LedAway {
+    /// The screens it was tried on where it showed another screen, and that one.
+    moves: Vec<(ScreenId, ScreenId)>,
+    /// Per screen, what the moves on its siblings showed so far (brought up to date as moves
+    /// are added: a tab bar's moves grow with the screens), until a known screen gains an
+    /// action.
+    evidence: RefCell<HashMap<ScreenId, SiblingEvidence>>,
 }
 
 /// What a widget did on a screen's siblings, from the first `seen` of its moves.
@@ -200,7 +206,9 @@ impl Graph {
                 .retain(|&(a, b), _| a != id && b != id);
             // A new screen is in no evidence yet (its moves come after it is observed).
             if known > 0 {
-                self.sibling_evidence.get_mut().clear();
+                for led_away in self.led_away_on.values_mut() {
+                    led_away.evidence.get_mut().clear();
+                }
             }
         }
         id
@@ -293,6 +301,7 @@ impl Graph {
                 self.led_away_on
                     .entry(key.to_string())
                     .or_default()
+                    .moves
                     .push((from, to));
             }
         }
@@ -330,19 +339,11 @@ impl Graph {
     }
 
     fn sibling_scale(&self, screen: ScreenId, key: &str) -> f64 {
-        let Some(moves) = self.led_away_on.get(key) else {
+        let Some(LedAway { moves, evidence }) = self.led_away_on.get(key) else {
             return 1.0;
         };
-        let mut cache = self.sibling_evidence.borrow_mut();
-        if !cache.contains_key(key) {
-            cache.insert(key.to_string(), HashMap::new());
-        }
-        let evidence = cache
-            .get_mut(key)
-            .map(|by_screen| by_screen.entry(screen).or_default());
-        let Some(evidence) = evidence else {
-            return 1.0;
-        };
+        let mut by_screen = evidence.borrow_mut();
+        let evidence = by_screen.entry(screen).or_default();
         for &(other, to) in &moves[evidence.seen..] {
             if other == screen || !self.siblings(screen, other) {
                 continue;
