@@ -19,8 +19,9 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use crate::events::{EventReader, EventWriter, Line, RawLine, ReadError};
 use crate::store::{self, IngestStats, Store};
 
-/// Most complete steps one transaction holds when input is waiting.
-pub const GROUP_STEPS: usize = 256;
+/// Most complete steps one transaction holds when input is waiting (fewer when their events
+/// pass 16 MiB).
+pub const GROUP_STEPS: usize = 1024;
 
 /// How to record.
 #[derive(Debug, Clone, Copy, Default)]

@@ -4,9 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::checkpoint::Checkpointer;
 use super::held::{Held, OutcomeRow, StepRow};
 use super::stats::{self, Tally};
-use super::{host_name, stable_id, Context, Error, Result, Store};
+use super::{host_name, stable_id, Context, Error, Result, Store, INGEST_CHECKPOINT_BYTES};
 use crate::events::{ActionResult, Decision, Event, Line, Observation, RunEnded, RunStarted};
 use crate::hash::hamming;
 use crate::ui::{possible_actions, PossibleAction};
@@ -33,6 +34,10 @@ pub struct Pushed {
     /// A `run_started` line for a run opened for this event; write it before the event.
     pub announce: Option<String>,
 }
+
+/// Most bytes of events a group of steps holds before it is written, whatever
+/// [`Ingest::group_commit`] allows: real observations can be ten times the bench's.
+const GROUP_BYTES: u64 = 16 * 1024 * 1024;
 
 /// An event waiting for its step to complete.
 struct Pending {
@@ -70,8 +75,12 @@ pub struct Ingest<'s> {
     stats: IngestStats,
     /// Complete steps not written yet, in stream order.
     ready: Vec<(String, Vec<Pending>)>,
+    /// Bytes of the events in `ready`.
+    ready_bytes: u64,
     /// How many complete steps may share one transaction.
     group_steps: usize,
+    /// Started by the first commit.
+    checkpointer: Option<Checkpointer<'s>>,
 }
 
 impl Store {
@@ -85,7 +94,9 @@ impl Store {
             projector: Projector::default(),
             stats: IngestStats::default(),
             ready: Vec::new(),
+            ready_bytes: 0,
             group_steps: 1,
+            checkpointer: None,
         }
     }
 
@@ -355,8 +366,12 @@ impl Ingest<'_> {
         let step = std::mem::take(&mut log.pending);
         log.expected_results = None;
         log.results = 0;
+        self.ready_bytes += step
+            .iter()
+            .map(|event| event.json.len() as u64)
+            .sum::<u64>();
         self.ready.push((run.to_string(), step));
-        if self.ready.len() >= self.group_steps {
+        if self.ready.len() >= self.group_steps || self.ready_bytes >= GROUP_BYTES {
             self.commit()?;
         }
         Ok(())
@@ -367,7 +382,11 @@ impl Ingest<'_> {
         if self.ready.is_empty() {
             return Ok(());
         }
+        if self.checkpointer.is_none() {
+            self.checkpointer = Some(Checkpointer::start(self.store, INGEST_CHECKPOINT_BYTES)?);
+        }
         let ready = std::mem::take(&mut self.ready);
+        let bytes = std::mem::take(&mut self.ready_bytes);
         let store = self.store;
         let runs = &mut self.runs;
         let projector = &mut self.projector;
@@ -447,7 +466,10 @@ impl Ingest<'_> {
                 self.stats.recorded += recorded;
                 self.stats.duplicates += total - recorded;
                 self.stats.commits += 1;
-                Ok(())
+                match &mut self.checkpointer {
+                    Some(checkpointer) => checkpointer.committed(bytes),
+                    None => Ok(()),
+                }
             }
             Err(err) => {
                 // What was cached may describe rows that were rolled back.
