@@ -11,7 +11,7 @@
 //! restarts instead of growing for as long as the writer never pauses (a longer WAL is also a
 //! slower file to delete at close).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -24,11 +24,11 @@ use super::{Context, Result, Store};
 /// hands checkpoints back to SQLite's automatic ones.
 pub(crate) struct Checkpointer<'s> {
     store: &'s Store,
+    /// `None` once dropping: closing the channel ends the thread.
     wake: Option<SyncSender<()>>,
-    /// Checkpoints the second thread has finished.
-    finished: Arc<AtomicU64>,
-    /// Times it was woken.
-    woken: u64,
+    /// Set by the writer when it wakes the second thread, cleared by that thread when its
+    /// checkpoint is done.
+    busy: Arc<AtomicBool>,
     /// The writer is to copy what was committed during the second thread's last checkpoint.
     tail_due: bool,
     worker: Option<JoinHandle<()>>,
@@ -51,18 +51,17 @@ impl<'s> Checkpointer<'s> {
             source,
         })?;
         let (wake, woken) = mpsc::sync_channel(1);
-        let finished = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&finished);
+        let busy = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&busy);
         let worker = std::thread::Builder::new()
             .name("droid-checkpoint".into())
-            .spawn(move || checkpoint_when_woken(&conn, &woken, &counter))
+            .spawn(move || checkpoint_when_woken(&conn, &woken, &flag))
             .map_err(super::Error::Thread)?;
         store.set_auto_checkpoint(false)?;
         Ok(Checkpointer {
             store,
             wake: Some(wake),
-            finished,
-            woken: 0,
+            busy,
             tail_due: false,
             worker: Some(worker),
             since_copied: 0,
@@ -70,20 +69,10 @@ impl<'s> Checkpointer<'s> {
         })
     }
 
-    /// The second thread is alive (it only stops early by panicking).
-    fn alive(&self) -> bool {
-        self.worker.as_ref().is_some_and(|w| !w.is_finished())
-    }
-
-    /// The second thread is checkpointing.
-    fn running(&self) -> bool {
-        self.finished.load(Ordering::Acquire) < self.woken && self.alive()
-    }
-
     /// Called after each commit with the bytes of events it wrote.
     pub(crate) fn committed(&mut self, bytes: u64) -> Result<()> {
         self.since_copied += bytes;
-        if self.running() {
+        if self.busy.load(Ordering::Acquire) {
             return Ok(());
         }
         if std::mem::take(&mut self.tail_due) {
@@ -92,16 +81,13 @@ impl<'s> Checkpointer<'s> {
         if self.since_copied < self.every {
             return Ok(());
         }
-        let alive = self.alive();
-        match &self.wake {
-            // Not running, so the thread has taken every earlier wake: this one never blocks.
-            Some(wake) if alive && wake.send(()).is_ok() => {
-                self.woken += 1;
-                self.tail_due = true;
-            }
-            // Without the second thread the writer checkpoints from here on.
+        // Not busy, so the thread has taken every earlier wake: this send never blocks. It
+        // fails only if the thread is gone; the writer then checkpoints itself.
+        self.busy.store(true, Ordering::Release);
+        match self.wake.as_ref().map(|wake| wake.send(())) {
+            Some(Ok(())) => self.tail_due = true,
             _ => {
-                self.wake = None;
+                self.busy.store(false, Ordering::Release);
                 self.checkpoint_here()?;
             }
         }
@@ -131,12 +117,12 @@ impl Drop for Checkpointer<'_> {
 }
 
 /// The second thread: a PASSIVE checkpoint each time it is woken, until the writer is done.
-fn checkpoint_when_woken(conn: &Connection, woken: &Receiver<()>, finished: &AtomicU64) {
+fn checkpoint_when_woken(conn: &Connection, woken: &Receiver<()>, busy: &AtomicBool) {
     for () in woken {
         // PASSIVE never waits for the writer. Should it fail (another process checkpointing
         // at the same moment), the writer's own checkpoint that follows copies the frames.
         let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-        finished.fetch_add(1, Ordering::Release);
+        busy.store(false, Ordering::Release);
     }
 }
 
@@ -153,11 +139,11 @@ mod tests {
             .unwrap()
     }
 
-    /// Waits until the second thread has finished `n` checkpoints.
-    fn wait_for(finished: &AtomicU64, n: u64) {
+    /// Waits until the second thread's checkpoint is done.
+    fn wait_while(busy: &AtomicBool) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while finished.load(Ordering::Acquire) < n {
-            assert!(Instant::now() < deadline, "checkpoint {n} never finished");
+        while busy.load(Ordering::Acquire) {
+            assert!(Instant::now() < deadline, "the checkpoint never finished");
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -187,11 +173,11 @@ mod tests {
             0,
             "the writer no longer checkpoints"
         );
-        let finished = Arc::clone(&checkpointer.finished);
+        let busy = Arc::clone(&checkpointer.busy);
         let mut commits = 0;
         let mut sizes = Vec::new();
-        for cycle in 1..=8 {
-            while !checkpointer.running() {
+        for _ in 0..8 {
+            while !busy.load(Ordering::Acquire) {
                 store.write(insert).unwrap();
                 commits += 1;
                 checkpointer.committed(blob.len() as u64).unwrap();
@@ -200,7 +186,7 @@ mod tests {
             // after it: frames that checkpoint could not copy, as when the writer never pauses.
             store
                 .write(|conn| {
-                    wait_for(&finished, cycle);
+                    wait_while(&busy);
                     insert(conn)
                 })
                 .unwrap();

@@ -386,12 +386,12 @@ impl Ingest<'_> {
             self.checkpointer = Some(Checkpointer::start(self.store, INGEST_CHECKPOINT_BYTES)?);
         }
         let ready = std::mem::take(&mut self.ready);
-        let bytes = std::mem::take(&mut self.ready_bytes);
+        self.ready_bytes = 0;
         let store = self.store;
         let runs = &mut self.runs;
         let projector = &mut self.projector;
         let outcome = store.write(|conn| {
-            let mut recorded = 0;
+            let (mut recorded, mut recorded_bytes) = (0, 0);
             let mut ended = Vec::new();
             for (run, events) in &ready {
                 let Some(log) = runs.get_mut(run) else {
@@ -428,6 +428,7 @@ impl Ingest<'_> {
                     }
                     log.next_seq += 1;
                     new_in_step += 1;
+                    recorded_bytes += event.json.len() as u64;
                     if let Some(parsed) = &event.event {
                         if matches!(parsed, Event::RunEnded(_)) {
                             ended.push(run_id);
@@ -458,16 +459,16 @@ impl Ingest<'_> {
             for run_id in ended {
                 projector.refresh_stats(conn, run_id)?;
             }
-            Ok(recorded)
+            Ok((recorded, recorded_bytes))
         });
         match outcome {
-            Ok(recorded) => {
+            Ok((recorded, recorded_bytes)) => {
                 let total: u64 = ready.iter().map(|(_, events)| events.len() as u64).sum();
                 self.stats.recorded += recorded;
                 self.stats.duplicates += total - recorded;
                 self.stats.commits += 1;
                 match &mut self.checkpointer {
-                    Some(checkpointer) => checkpointer.committed(bytes),
+                    Some(checkpointer) => checkpointer.committed(recorded_bytes),
                     None => Ok(()),
                 }
             }
