@@ -126,8 +126,18 @@ fn provider_config(
     decider: DeciderArg,
     settings: &mut Settings,
 ) -> anyhow::Result<ProviderConfig> {
-    let name = name(decider);
-    let kind = ProviderKind::parse(&name).with_context(|| format!("{name} is not a provider"))?;
+    let kind = match decider {
+        DeciderArg::Gemini => ProviderKind::Gemini,
+        DeciderArg::Openrouter => ProviderKind::OpenRouter,
+        DeciderArg::Ollama => ProviderKind::Ollama,
+        DeciderArg::Openai => ProviderKind::OpenAi,
+        DeciderArg::Heuristic | DeciderArg::Random => anyhow::bail!(
+            "{} is not a provider",
+            decider
+                .to_possible_value()
+                .map_or_else(String::new, |v| v.get_name().to_string())
+        ),
+    };
     let mut config = ProviderConfig::resolve(
         kind,
         args.model.as_deref(),
@@ -142,12 +152,6 @@ fn provider_config(
         ..RetryPolicy::default()
     };
     Ok(config)
-}
-
-fn name(decider: DeciderArg) -> String {
-    decider
-        .to_possible_value()
-        .map_or_else(String::new, |v| v.get_name().to_string())
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
