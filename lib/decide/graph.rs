@@ -53,6 +53,10 @@ struct Screen {
     /// Actions tried here whose outcome was seen, and how many of those showed a new screen.
     outcomes: u32,
     discoveries: u32,
+    /// Tried actions whose latest outcome left the screen as it was: no route until the app
+    /// restarts (one that led away before may be dead in this state of the app: a settings page
+    /// after a toggle, a note list after a delete).
+    stalled: BTreeSet<ActionKey>,
 }
 
 impl Screen {
@@ -180,6 +184,7 @@ impl Graph {
                     parent: None,
                     outcomes: 0,
                     discoveries: 0,
+                    stalled: BTreeSet::new(),
                 });
                 self.by_activity.entry(activity).or_default().push(id);
                 id
@@ -218,6 +223,13 @@ impl Graph {
     pub fn set_launch(&mut self, screen: ScreenId) {
         if screen < self.screens.len() {
             self.launch = Some(screen);
+        }
+    }
+
+    /// The app was restarted: its state is fresh, so actions that stalled may lead away again.
+    pub fn app_restarted(&mut self) {
+        for screen in &mut self.screens {
+            screen.stalled.clear();
         }
     }
 
@@ -306,6 +318,11 @@ impl Graph {
             }
         }
         *targets.entry(to).or_default() += 1;
+        if to == from {
+            screen.stalled.insert(key.to_string());
+        } else {
+            screen.stalled.remove(key);
+        }
         if first_seen && to != from && Some(to) != self.launch {
             self.screens[to].parent.get_or_insert(from);
         }
@@ -473,16 +490,22 @@ impl Graph {
         best
     }
 
-    /// The known moves from a screen: each tried action to its most seen target, and an untried
-    /// back to the screen this one was first reached from.
+    /// The known moves from a screen: each tried action that did not stall (see
+    /// [`Screen::stalled`]) to the other screen it led to most often, and an untried back to the
+    /// screen this one was first reached from.
     fn moves(&self, at: ScreenId) -> impl Iterator<Item = (&str, ScreenId)> + '_ {
         let screen = &self.screens[at];
-        let learned = screen.edges.iter().filter_map(|(key, targets)| {
-            let most_seen = targets
-                .iter()
-                .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)))?;
-            Some((key.as_str(), *most_seen.0))
-        });
+        let learned = screen
+            .edges
+            .iter()
+            .filter(|(key, _)| !screen.stalled.contains(*key))
+            .filter_map(move |(key, targets)| {
+                let most_seen = targets
+                    .iter()
+                    .filter(|(&id, _)| id != at)
+                    .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)))?;
+                Some((key.as_str(), *most_seen.0))
+            });
         let back = screen
             .parent
             .filter(|_| !screen.edges.contains_key(BACK))
@@ -608,6 +631,32 @@ mod tests {
         assert_eq!(graph.plan(far, false), None);
         graph.mark_tried(home, &click("Other"));
         assert_eq!(graph.plan(far, true), None);
+    }
+
+    #[test]
+    fn a_route_that_stalled_is_no_move_until_the_app_restarts() {
+        let mut graph = Graph::new();
+        let page = graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
+        graph.set_launch(page);
+        let dialog = graph.observe(&screen("Dialog", "0", &["A", "B"]));
+        graph.record_edge(page, &click("Open"), dialog);
+        graph.mark_tried(page, &click("Toggle"));
+        graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
+        graph.record_edge(dialog, BACK, page);
+        let to_dialog = Some((Step::Action(click("Open")), dialog));
+        let route = |graph: &Graph| graph.plan(page, false).map(|plan| (plan.first, plan.goal));
+        assert_eq!(route(&graph), to_dialog);
+        // In another state of the app (a toggle flipped), Open does nothing, twice: no route
+        // now, and not a move to the page itself either.
+        for _ in 0..2 {
+            graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
+            graph.record_edge(page, &click("Open"), page);
+        }
+        assert_eq!(route(&graph), None);
+        // A restart brings the app's first state back, and the dialog with it, though Open
+        // stalled more often than it led there.
+        graph.app_restarted();
+        assert_eq!(route(&graph), to_dialog);
     }
 
     #[test]

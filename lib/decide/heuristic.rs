@@ -9,7 +9,8 @@
 //! screen), divided by the steps it takes. So a new screen is explored first, and a screen
 //! whose actions keep showing nothing new is left for more promising ones and finished later.
 //! Empty editable fields are filled first, with test credentials where the field asks for an
-//! e-mail, user name or password, batched with the form's submit button or toggles. When
+//! e-mail, user name or password, batched with the form's submit button or toggles, and typed
+//! into again when nothing else on their screen is untried and they show other text. When
 //! nothing untried is known: back, then relaunch. The same seed and the same observations give
 //! the same decisions.
 
@@ -33,6 +34,11 @@ const BACKS_BEFORE_RELAUNCH: u32 = 1;
 
 /// Times a field is filled on one screen (forms are emptied when left and entered again).
 const MAX_FILLS: u32 = 3;
+
+/// The promise of typing again into fields filled before when nothing else on their screen is
+/// untried (an editor or a search box whose screen merged with one that held other text): less
+/// than any untried widget's.
+const REFILL_PROMISE: f64 = 0.1;
 
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +74,9 @@ pub struct Heuristic {
     /// A relaunch was decided: the next observation is the launch screen.
     relaunching: bool,
 }
+
+/// Editable fields with their action keys.
+type Fields<'a> = Vec<(&'a UiElement, ActionKey)>;
 
 /// The best untried actions on the current screen.
 struct Local {
@@ -127,6 +136,7 @@ impl Heuristic {
     /// shows the launch screen, and no action's edge leads there.
     pub fn learn_relaunch(&mut self) {
         self.relaunching = true;
+        self.graph.app_restarted();
         self.pending = None;
     }
 
@@ -326,18 +336,7 @@ impl Heuristic {
             .copied()
             .collect();
         let untried_control = widgets.iter().any(|e| control(e));
-        let mut fields = Vec::new();
-        for field in actionable.iter().filter(|e| e.editable) {
-            let key = action_key(ActionType::Input, &signature(field));
-            let fills = self.fills.get(&(screen, key.clone())).copied().unwrap_or(0);
-            // Filling again on a later visit only helps a form with controls left to try.
-            let worth = fills == 0 || (fills < MAX_FILLS && untried_control);
-            if self.shows_typed_text(field) || !worth {
-                self.graph.mark_tried(screen, &key);
-            } else if fields.len() + 1 < super::response::MAX_ACTIONS {
-                fields.push((*field, key));
-            }
-        }
+        let (fields, refills) = self.fields_to_fill(screen, &actionable, untried_control);
         let candidates = match fields.is_empty() || !untried_control {
             true => widgets,
             false => widgets.into_iter().filter(|e| control(e)).collect(),
@@ -351,6 +350,14 @@ impl Heuristic {
                 actions: vec![scroll_down("rows further down this list")],
                 promise: scroll_promise,
                 fills: Vec::new(),
+                resubmit: Vec::new(),
+            });
+        }
+        if fields.is_empty() && next.is_none() && !refills.is_empty() {
+            return Some(Local {
+                actions: refills.iter().map(|(field, _)| self.fill(field)).collect(),
+                promise: REFILL_PROMISE,
+                fills: refills.into_iter().map(|(_, key)| key).collect(),
                 resubmit: Vec::new(),
             });
         }
@@ -377,6 +384,35 @@ impl Heuristic {
             fills: fields.into_iter().map(|(_, key)| key).collect(),
             resubmit,
         })
+    }
+
+    /// The editable fields to fill now, and those to fill again only when nothing else on the
+    /// screen is untried: filled here before, showing text this heuristic did not type, fewer
+    /// than [`MAX_FILLS`] times.
+    fn fields_to_fill<'a>(
+        &mut self,
+        screen: ScreenId,
+        actionable: &[&'a UiElement],
+        untried_control: bool,
+    ) -> (Fields<'a>, Fields<'a>) {
+        let (mut fields, mut refills) = (Vec::new(), Vec::new());
+        for &field in actionable.iter().filter(|e| e.editable) {
+            let key = action_key(ActionType::Input, &signature(field));
+            let fills = self.fills.get(&(screen, key.clone())).copied().unwrap_or(0);
+            let typed = self.shows_typed_text(field);
+            // Filling again on a later visit only helps a form with controls left to try.
+            let worth = fills == 0 || (fills < MAX_FILLS && untried_control);
+            let room = fields.len() + 1 < super::response::MAX_ACTIONS;
+            if !typed && worth && room {
+                fields.push((field, key));
+                continue;
+            }
+            if !typed && fills < MAX_FILLS {
+                refills.push((field, key.clone()));
+            }
+            self.graph.mark_tried(screen, &key);
+        }
+        (fields, refills)
     }
 
     /// The widget to try next and its promise: the most promising (see [`Graph::promise`]; risky

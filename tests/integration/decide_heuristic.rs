@@ -194,13 +194,18 @@ fn an_exhausted_screen_walks_the_shortest_known_path_to_untried_actions() {
     assert_eq!(decide(&home), ["home"]);
 }
 
+/// The screen with its first element made an editable text field.
+fn with_field_first(mut screen: Observation) -> Observation {
+    let field = &mut screen.elements[0];
+    field.class_name = "android.widget.EditText".into();
+    field.editable = true;
+    screen
+}
+
 /// A save dialog of the app's package: a file-name field showing `name`, then "SAVE".
 fn save_dialog(name: &str) -> Observation {
-    let mut dialog = buttons("Save", &[name, "SAVE"]);
-    let field = &mut dialog.elements[0];
-    field.class_name = "android.widget.EditText".into();
-    field.resource_id = "com.simplemobiletools.notes.pro:id/title".into();
-    field.editable = true;
+    let mut dialog = with_field_first(buttons("Save", &[name, "SAVE"]));
+    dialog.elements[0].resource_id = "com.simplemobiletools.notes.pro:id/title".into();
     dialog
 }
 
@@ -229,6 +234,39 @@ fn a_form_showing_new_text_of_its_own_is_submitted_again() {
     let other = save_dialog("Diary.txt");
     let choice = heuristic.decide(&other);
     assert_eq!(labels_of(&other, &choice.actions), ["Diary.txt", "SAVE"]);
+}
+
+/// A note editor showing `text` in its field, with an "Undo" button.
+fn editor(text: &str) -> Observation {
+    with_field_first(buttons("Note", &[text, "Undo"]))
+}
+
+#[test]
+fn a_field_showing_other_text_is_typed_into_again_when_nothing_else_is_left() {
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let mut decide = |screen: &Observation| {
+        let choice = heuristic.decide(screen);
+        let texts: Vec<Option<String>> = choice
+            .actions
+            .iter()
+            .map(|a| a.input_text.clone())
+            .collect();
+        (labels_of(screen, &choice.actions), texts)
+    };
+    let empty = editor("Insert text here");
+    assert_eq!(decide(&empty).0, ["Insert text here"]);
+    let typed = editor("Hello from droid");
+    assert_eq!(decide(&typed).0, ["Undo"]);
+    assert_eq!(decide(&typed).0, ["back"]);
+    // Back showed the same editor holding another note's text (the screens merge: same
+    // widgets). Typing there may show what typing into the first did not: it comes before a
+    // relaunch, and types text.
+    let other = editor("2023.6.10 Sunny");
+    let (labels, texts) = decide(&other);
+    assert_eq!(labels, ["2023.6.10 Sunny"]);
+    assert_eq!(texts, [Some("Hello from droid".to_string())]);
+    // A field showing what was typed is not typed into again.
+    assert_eq!(decide(&typed).0, ["home"]);
 }
 
 /// Runs droid-decide on the given lines, returning stdout lines, stderr and the exit code.
@@ -356,9 +394,10 @@ fn stage_runs_in_process_over_a_reader_and_a_writer() {
     assert_eq!(String::from_utf8(output).unwrap().lines().count(), 2);
 }
 
-/// Screens of the model reached within `3 × reachable` steps of capture → hash → decide → act
-/// against the simulator, measured with its truth log: `(reached, reachable)`.
-fn explore(app: &str, random: bool) -> (usize, usize) {
+/// Screens of the model reached within `steps_per_screen × reachable` steps of capture → hash →
+/// decide → act against the simulator (the heuristic with `seed`, else random), measured with its
+/// truth log: `(reached, reachable)`.
+fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (usize, usize) {
     use droid::capture::device::{observe_device, DeviceOptions};
     use droid::device::{AdbDevice, Device, DeviceConfig};
     use droid::sim::model::AppModel;
@@ -397,10 +436,10 @@ fn explore(app: &str, random: bool) -> (usize, usize) {
         default_wait: std::time::Duration::ZERO,
         test_password: None,
     };
-    let mut heuristic = Heuristic::new(1, Credentials::default());
+    let mut heuristic = Heuristic::new(seed, Credentials::default());
     heuristic.set_package(Some(package.clone()), allowed);
     let mut monkey = RandomDecider::new(1);
-    for step in 0..3 * reachable.len() as u64 {
+    for step in 0..steps_per_screen * reachable.len() as u64 {
         let observation = observe_device(
             &device,
             &info,
@@ -471,7 +510,7 @@ fn hashed(observation: Observation) -> Observation {
 /// 3 × (reachable screens) steps. Measured (seed 1): shop 23/23, settings 45/45, tiny 9/9, notes
 /// 35/39 (89.7%, one screen short of the bar) against random's 5, 18, 5 and 12. The bundled apps
 /// are asserted whole; notes' floor is what the heuristic reaches today (a regression guard).
-/// Other seeds do worse (docs/decide.md has seeds 1–8).
+/// Other seeds do worse (docs/decide.md has seeds 1–24).
 #[test]
 fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
     let notes = fixtures()
@@ -486,8 +525,8 @@ fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
     ];
     let mut report = Vec::new();
     for (app, floor) in &floors {
-        let (heuristic, reachable) = explore(app, false);
-        let (random, _) = explore(app, true);
+        let (heuristic, reachable) = explore(app, false, 1, 3);
+        let (random, _) = explore(app, true, 1, 3);
         report.push(format!(
             "{app}: heuristic {heuristic}/{reachable}, random {random}/{reachable}"
         ));
@@ -500,4 +539,16 @@ fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
         "every bundled app is measured"
     );
     eprintln!("coverage within 3 x reachable steps: {report:#?}");
+}
+
+/// Given more steps, the exploration keeps finding screens instead of relaunching in place. Seed
+/// 8 stalled at 31 of notes' 39 screens however long it ran: the settings page's links did
+/// nothing once a box was ticked (s038), which made them self-loops and cut the routes to the
+/// colour screens, and the empty new note merged with a note typed into before. With 6 ×
+/// reachable steps it now misses only the two radio-button screens (docs/decide.md).
+#[test]
+fn with_twice_the_budget_notes_is_explored_past_its_dead_ends() {
+    let notes = fixtures().join("apps/notes/model.json");
+    let (reached, reachable) = explore(&notes.display().to_string(), false, 8, 6);
+    assert!(reached >= 36, "{reached}/{reachable}");
 }
