@@ -21,6 +21,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::graph::{action_key, ActionKey, Graph, ScreenId, Step, BACK, SCROLL};
+use super::response::MAX_ACTIONS;
 use super::widgets::{
     bounding_box, controls, is_actionable, is_submit, label_in, primary_action, rank, signature,
     Rank,
@@ -402,12 +403,12 @@ impl Heuristic {
             let typed = self.shows_typed_text(field);
             // Filling again on a later visit only helps a form with controls left to try.
             let worth = fills == 0 || (fills < MAX_FILLS && untried_control);
-            let room = fields.len() + 1 < super::response::MAX_ACTIONS;
+            let room = fields.len() + 1 < MAX_ACTIONS;
             if !typed && worth && room {
                 fields.push((field, key));
                 continue;
             }
-            if !typed && fills < MAX_FILLS {
+            if !typed && fills < MAX_FILLS && refills.len() < MAX_ACTIONS {
                 refills.push((field, key.clone()));
             }
             self.graph.mark_tried(screen, &key);
