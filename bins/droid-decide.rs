@@ -159,11 +159,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Command::Models { provider, all }) = args.command {
         let models = decide::list_models(provider_config(&args, provider, &mut settings)?)?;
         let mut out = io::stdout().lock();
+        // A reader that stops early (`| head`) is a normal end: common::finish says so.
         for line in decide::model_list_lines(&models, all) {
-            match writeln!(out, "{line}") {
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break,
-                other => other.context("writing the model list")?,
-            }
+            writeln!(out, "{line}").context("writing the model list")?;
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -294,8 +294,9 @@ impl Graph {
     }
 
     /// Records that `key` on `from` led to `to` (just observed). The first outcome of an action
-    /// counts towards the screen's productivity; a screen seen for the first time remembers
-    /// where it was reached from.
+    /// counts towards the screen's productivity; the latest one says whether it stalled (see
+    /// [`Screen::stalled`]); a screen seen for the first time remembers where it was reached
+    /// from.
     pub fn record_edge(&mut self, from: ScreenId, key: &str, to: ScreenId) {
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return;

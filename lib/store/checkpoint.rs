@@ -97,10 +97,7 @@ impl<'s> Checkpointer<'s> {
     /// A PASSIVE checkpoint on the writer's connection.
     fn checkpoint_here(&mut self) -> Result<()> {
         self.since_copied = 0;
-        self.store
-            .connection()
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-            .ctx("checkpointing")
+        passive_checkpoint(self.store.connection()).ctx("checkpointing")
     }
 }
 
@@ -121,9 +118,15 @@ fn checkpoint_when_woken(conn: &Connection, woken: &Receiver<()>, busy: &AtomicB
     for () in woken {
         // PASSIVE never waits for the writer. Should it fail (another process checkpointing
         // at the same moment), the writer's own checkpoint that follows copies the frames.
-        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        let _ = passive_checkpoint(conn);
         busy.store(false, Ordering::Release);
     }
+}
+
+/// Copies what it can of the WAL into the database without waiting for readers or the writer.
+fn passive_checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    // The pragma answers with a row, so it is read rather than executed.
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
 }
 
 #[cfg(test)]

@@ -382,9 +382,10 @@ impl Ingest<'_> {
         if self.ready.is_empty() {
             return Ok(());
         }
-        if self.checkpointer.is_none() {
-            self.checkpointer = Some(Checkpointer::start(self.store, INGEST_CHECKPOINT_BYTES)?);
-        }
+        let checkpointer = match &mut self.checkpointer {
+            Some(checkpointer) => checkpointer,
+            none => none.insert(Checkpointer::start(self.store, INGEST_CHECKPOINT_BYTES)?),
+        };
         let ready = std::mem::take(&mut self.ready);
         self.ready_bytes = 0;
         let store = self.store;
@@ -467,10 +468,7 @@ impl Ingest<'_> {
                 self.stats.recorded += recorded;
                 self.stats.duplicates += total - recorded;
                 self.stats.commits += 1;
-                match &mut self.checkpointer {
-                    Some(checkpointer) => checkpointer.committed(recorded_bytes),
-                    None => Ok(()),
-                }
+                checkpointer.committed(recorded_bytes)
             }
             Err(err) => {
                 // What was cached may describe rows that were rolled back.
