@@ -67,6 +67,9 @@ impl Screen {
     }
 }
 
+/// The productivity of a screen with no outcome yet: [`Screen::productivity`] before any try.
+pub const UNSEEN_PRODUCTIVITY: f64 = 0.5;
+
 /// The first move of a path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -775,6 +778,7 @@ mod tests {
         let mut graph = Graph::new();
         let list = graph.observe(&screen("List", "0", &["A", "B", "C"]));
         let fresh = graph.value_here(list, 1.0);
+        assert_eq!(fresh, UNSEEN_PRODUCTIVITY);
         graph.observe(&screen("List", "0", &["A", "B", "C"]));
         graph.record_edge(list, &click("A"), list);
         let after_nothing = graph.value_here(list, 1.0);

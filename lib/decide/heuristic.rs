@@ -20,7 +20,9 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::graph::{action_key, ActionKey, Graph, ScreenId, Step, BACK, SCROLL};
+use super::graph::{
+    action_key, ActionKey, Graph, ScreenId, Step, BACK, SCROLL, UNSEEN_PRODUCTIVITY,
+};
 use super::response::MAX_ACTIONS;
 use super::widgets::{
     bounding_box, controls, is_actionable, is_submit, label_in, primary_action, rank, signature,
@@ -88,6 +90,9 @@ struct Local {
     fills: Vec<ActionKey>,
     /// The form's submit buttons, to try again: those actions change one of its options.
     resubmit: Vec<ActionKey>,
+    /// A field among those filled shows text of the app's own new to this screen: the screen
+    /// is in a state not explored yet (see [`Heuristic::untried_here`]).
+    renewed: bool,
 }
 
 impl Heuristic {
@@ -217,9 +222,7 @@ impl Heuristic {
             self.graph.mark_guest(screen);
         }
         let local = self.untried_here(observation, screen);
-        let here = local
-            .as_ref()
-            .map(|local| self.graph.value_here(screen, local.promise));
+        let here = local.as_ref().map(|local| self.value_here(screen, local));
         let plan = self.graph.plan(screen, self.package.is_some());
         if let Some(plan) = plan.filter(|plan| here.map_or(true, |here| plan.value > here)) {
             match plan.first {
@@ -252,6 +255,17 @@ impl Heuristic {
             return back("every action here is explored and no known path leads further".into());
         }
         self.relaunch("nothing left to explore from here")
+    }
+
+    /// What the best untried actions here are worth. A screen in a state not explored yet
+    /// (a field shows new text of the app's own: an empty note where a written one was seen,
+    /// the same widgets) is judged as an unseen screen is, not by what its other states showed.
+    fn value_here(&self, screen: ScreenId, local: &Local) -> f64 {
+        let value = self.graph.value_here(screen, local.promise);
+        match local.renewed {
+            true => value.max(local.promise * UNSEEN_PRODUCTIVITY),
+            false => value,
+        }
     }
 
     /// Makes a form's submit buttons worth trying again, up to [`MAX_FILLS`] times each.
@@ -319,11 +333,12 @@ impl Heuristic {
                 .collect::<Vec<_>>()
         };
         // Every field's text is noted, and any new one reopens the form's submits.
-        let mut new_prefill = false;
-        for field in actionable.iter().filter(|e| e.editable) {
-            new_prefill |= self.shows_new_prefill(screen, field);
-        }
-        if new_prefill {
+        let renewed: HashSet<u32> = actionable
+            .iter()
+            .filter(|e| e.editable && self.shows_new_prefill(screen, e))
+            .map(|e| e.element_id)
+            .collect();
+        if !renewed.is_empty() {
             self.retry_submits(screen, submits());
         }
         let widgets: Vec<&UiElement> = actionable
@@ -337,7 +352,7 @@ impl Heuristic {
             .copied()
             .collect();
         let untried_control = widgets.iter().any(|e| control(e));
-        let (fields, refills) = self.fields_to_fill(screen, &actionable, untried_control);
+        let (fields, refills) = self.fields_to_fill(screen, &actionable, untried_control, &renewed);
         let candidates = match fields.is_empty() || !untried_control {
             true => widgets,
             false => widgets.into_iter().filter(|e| control(e)).collect(),
@@ -352,6 +367,7 @@ impl Heuristic {
                 promise: scroll_promise,
                 fills: Vec::new(),
                 resubmit: Vec::new(),
+                renewed: false,
             });
         }
         if fields.is_empty() && next.is_none() && !refills.is_empty() {
@@ -360,6 +376,7 @@ impl Heuristic {
                 promise: REFILL_PROMISE,
                 fills: refills.into_iter().map(|(_, key)| key).collect(),
                 resubmit: Vec::new(),
+                renewed: false,
             });
         }
         let promise = match fields.is_empty() {
@@ -382,6 +399,7 @@ impl Heuristic {
         Some(Local {
             actions,
             promise,
+            renewed: fields.iter().any(|(f, _)| renewed.contains(&f.element_id)),
             fills: fields.into_iter().map(|(_, key)| key).collect(),
             resubmit,
         })
@@ -395,14 +413,17 @@ impl Heuristic {
         screen: ScreenId,
         actionable: &[&'a UiElement],
         untried_control: bool,
+        renewed: &HashSet<u32>,
     ) -> (Fields<'a>, Fields<'a>) {
         let (mut fields, mut refills) = (Vec::new(), Vec::new());
         for &field in actionable.iter().filter(|e| e.editable) {
             let key = action_key(ActionType::Input, &signature(field));
             let fills = self.fills.get(&(screen, key.clone())).copied().unwrap_or(0);
             let typed = self.shows_typed_text(field);
-            // Filling again on a later visit only helps a form with controls left to try.
-            let worth = fills == 0 || (fills < MAX_FILLS && untried_control);
+            // Filling again on a later visit only helps a form with controls left to try, or
+            // a field showing text new to this screen (the screen is in another state).
+            let again = untried_control || renewed.contains(&field.element_id);
+            let worth = fills == 0 || (fills < MAX_FILLS && again);
             let room = fields.len() + 1 < MAX_ACTIONS;
             if !typed && worth && room {
                 fields.push((field, key));

@@ -84,6 +84,8 @@ pub enum Rank {
     ScreenScroll,
     /// "Cancel", "Skip", "Navigate up": leaves the screen before it is explored.
     Dismissive,
+    /// A radio button already checked: choosing it again changes nothing.
+    Chosen,
     /// "Log out", "Delete": ends the session or destroys data; tried last on its screen.
     Risky,
 }
@@ -99,7 +101,7 @@ impl Rank {
             Rank::Toggle => 0.4,
             Rank::ScreenScroll => 0.35,
             Rank::Risky => 0.25,
-            Rank::Dismissive => 0.15,
+            Rank::Dismissive | Rank::Chosen => 0.15,
         }
     }
 }
@@ -121,6 +123,12 @@ pub fn rank(elements: &[UiElement], element: &UiElement, has_form: bool) -> Rank
         ActionType::ScrollDown | ActionType::SwipeLeft
     ) {
         Rank::ListScroll
+    } else if is_radio(element) && element.checked {
+        Rank::Chosen
+    } else if is_radio(element) && !has_form {
+        // Outside a form, radio buttons are a single-choice list (a theme, a sort order, a
+        // note to open): picking one is what the list is for, and usually closes or leaves it.
+        Rank::Text
     } else if is_toggle(elements, element) {
         Rank::Toggle
     } else if label.is_empty() {
@@ -130,6 +138,10 @@ pub fn rank(elements: &[UiElement], element: &UiElement, has_form: bool) -> Rank
     } else {
         Rank::Text
     }
+}
+
+fn is_radio(element: &UiElement) -> bool {
+    element.checkable && element.class_name.ends_with("RadioButton")
 }
 
 /// A switch, check box or radio button, or a row holding one (a settings preference): it
@@ -337,6 +349,30 @@ mod tests {
             &element("Settings", "com.app:id/settings"),
             "Settings"
         ));
+    }
+
+    #[test]
+    fn radio_buttons_outside_a_form_are_choices_and_a_checked_one_comes_last() {
+        let radio = |text: &str, checked: bool| UiElement {
+            class_name: "android.widget.RadioButton".into(),
+            checkable: true,
+            checked,
+            ..element(text, "")
+        };
+        let mut check_box = radio("Wrap lines", false);
+        check_box.class_name = "android.widget.CheckBox".into();
+        let list = [
+            radio("Light", false),
+            radio("Dark", true),
+            check_box.clone(),
+        ];
+        assert_eq!(rank(&list, &list[0], false), Rank::Text);
+        assert_eq!(rank(&list, &list[1], false), Rank::Chosen);
+        assert_eq!(rank(&list, &list[2], false), Rank::Toggle);
+        // In a form (a new note's title and its type), a radio button sets an option.
+        assert_eq!(rank(&list, &list[0], true), Rank::Toggle);
+        assert_eq!(rank(&list, &list[1], true), Rank::Chosen);
+        assert!(Rank::Chosen.promise() < Rank::Risky.promise());
     }
 
     #[test]

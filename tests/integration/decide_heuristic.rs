@@ -241,18 +241,24 @@ fn editor(text: &str) -> Observation {
     with_field_first(buttons("Note", &[text, "Undo"]))
 }
 
+/// The heuristic's decision on `screen`: the labels its actions target, and the texts they type.
+fn labels_and_texts(
+    heuristic: &mut Heuristic,
+    screen: &Observation,
+) -> (Vec<String>, Vec<Option<String>>) {
+    let choice = heuristic.decide(screen);
+    let texts = choice
+        .actions
+        .iter()
+        .map(|a| a.input_text.clone())
+        .collect();
+    (labels_of(screen, &choice.actions), texts)
+}
+
 #[test]
 fn a_field_showing_other_text_is_typed_into_again_when_nothing_else_is_left() {
     let mut heuristic = Heuristic::new(0, Credentials::default());
-    let mut decide = |screen: &Observation| {
-        let choice = heuristic.decide(screen);
-        let texts: Vec<Option<String>> = choice
-            .actions
-            .iter()
-            .map(|a| a.input_text.clone())
-            .collect();
-        (labels_of(screen, &choice.actions), texts)
-    };
+    let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen);
     let empty = editor("Insert text here");
     assert_eq!(decide(&empty).0, ["Insert text here"]);
     let typed = editor("Hello from droid");
@@ -267,6 +273,63 @@ fn a_field_showing_other_text_is_typed_into_again_when_nothing_else_is_left() {
     assert_eq!(texts, [Some("Hello from droid".to_string())]);
     // A field showing what was typed is not typed into again.
     assert_eq!(decide(&typed).0, ["home"]);
+}
+
+#[test]
+fn a_field_showing_new_text_of_its_own_is_typed_into_as_on_an_unseen_screen() {
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    heuristic.set_package(Some("com.example".into()), Vec::new());
+    let home = buttons("Main", &["Open", "Notes"]);
+    let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen);
+    decide(&home);
+    // A written note: typing and back both leave it as it was.
+    let field_only = |text: &str| with_field_first(buttons("Note", &[text]));
+    assert_eq!(
+        decide(&field_only("2023.6.10 Sunny")).0,
+        ["2023.6.10 Sunny"]
+    );
+    assert_eq!(decide(&field_only("Hello from droid")).0, ["back"]);
+    // The same widgets show an empty note (the screens merge): a state not explored yet. Its
+    // field is worth what an unseen screen's is, more than relaunching for the launch screen's
+    // untried button, though this screen showed nothing new so far.
+    let (labels, texts) = decide(&field_only("Insert text here"));
+    assert_eq!(labels, ["Insert text here"]);
+    assert_eq!(texts, [Some("Hello from droid".to_string())]);
+    // Without new text, the note is left.
+    assert_eq!(decide(&field_only("Hello from droid")).0, ["home"]);
+}
+
+/// A dialog of radio buttons with the given labels, `checked` the one selected.
+fn radios(labels: &[&str], checked: &str) -> Observation {
+    let mut dialog = buttons("Theme", labels);
+    for element in &mut dialog.elements {
+        element.class_name = "android.widget.RadioButton".into();
+        element.checkable = true;
+        element.checked = element.text == checked;
+    }
+    dialog
+}
+
+#[test]
+fn a_single_choice_list_is_picked_from_and_its_checked_option_comes_last() {
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let home = buttons("Main", &["Settings", "About"]);
+    let dialog = radios(&["Auto", "Light", "Dark", "White"], "Dark");
+    let mut decide = |screen: &Observation| labels_of(screen, &heuristic.decide(screen).actions);
+    decide(&home);
+    // Fresh, the list is explored before the launch screen's other button: picking an option
+    // is what it is for (a toggle would promise too little to stay). Options that change
+    // nothing make leaving worth more, and back is tried; the option already chosen is last.
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        order.extend(decide(&dialog));
+    }
+    assert!(
+        ["Auto", "Light", "White"].contains(&order[0].as_str()),
+        "{order:?}"
+    );
+    assert!(!order[..4].contains(&"Dark".to_string()), "{order:?}");
+    assert_eq!(order[4], "Dark", "{order:?}");
 }
 
 /// Runs droid-decide on the given lines, returning stdout lines, stderr and the exit code.
@@ -507,48 +570,52 @@ fn hashed(observation: Observation) -> Observation {
 }
 
 /// The bar is every reachable screen of the bundled apps and 90% of the notes app within
-/// 3 × (reachable screens) steps. Measured (seed 1): shop 23/23, settings 45/45, tiny 9/9, notes
-/// 35/39 (89.7%, one screen short of the bar) against random's 5, 18, 5 and 12. The bundled apps
-/// are asserted whole; notes' floor is what the heuristic reaches today (a regression guard).
-/// Other seeds do worse (docs/decide.md has seeds 1–24).
+/// 3 × (reachable screens) steps. Measured with seed 1: shop 23/23, settings 45/45, tiny 9/9
+/// against random's 5, 18 and 5; the bundled apps are asserted whole. Notes depends more on the
+/// seed (30 to 37 over seeds 1–24, docs/decide.md): seeds 1–3 reach 32, 35 and 36 (34.3 on
+/// average, 88%; the bar is 36) against random's 12, and their sum is held as a regression guard.
 #[test]
 fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
+    let mut report = Vec::new();
+    // The heuristic with each seed, then random once: (heuristic's screens per seed, reachable).
+    let mut measure = |app: &str, seeds: &[u64]| {
+        let reached: Vec<usize> = seeds.iter().map(|&s| explore(app, false, s, 3).0).collect();
+        let (random, reachable) = explore(app, true, 1, 3);
+        report.push(format!(
+            "{app}: heuristic {reached:?} of {reachable} (seeds {seeds:?}), random {random}"
+        ));
+        assert!(reached.iter().all(|&r| r > random), "{report:#?}");
+        (reached, reachable)
+    };
+    let bundled = droid::sim::model::builtin_names();
+    for name in &bundled {
+        let (reached, reachable) = measure(&format!("builtin:{name}"), &[1]);
+        assert_eq!(reached, [reachable], "builtin:{name}");
+    }
+    assert_eq!(
+        bundled.len(),
+        3,
+        "every bundled app is measured: shop, settings, tiny"
+    );
     let notes = fixtures()
         .join("apps/notes/model.json")
         .display()
         .to_string();
-    let floors = [
-        ("builtin:shop".to_string(), 23),
-        ("builtin:settings".to_string(), 45),
-        ("builtin:tiny".to_string(), 9),
-        (notes, 35),
-    ];
-    let mut report = Vec::new();
-    for (app, floor) in &floors {
-        let (heuristic, reachable) = explore(app, false, 1, 3);
-        let (random, _) = explore(app, true, 1, 3);
-        report.push(format!(
-            "{app}: heuristic {heuristic}/{reachable}, random {random}/{reachable}"
-        ));
-        assert!(heuristic > random, "{report:#?}");
-        assert!(heuristic >= *floor, "{report:#?}");
-    }
-    assert_eq!(
-        floors.len(),
-        droid::sim::model::builtin_names().len() + 1,
-        "every bundled app is measured"
-    );
+    let (reached, _) = measure(&notes, &[1, 2, 3]);
+    let total: usize = reached.iter().sum();
+    assert!(total >= 32 + 35 + 36, "notes: {reached:?} over seeds 1-3");
     eprintln!("coverage within 3 x reachable steps: {report:#?}");
 }
 
 /// Given more steps, the exploration keeps finding screens instead of relaunching in place. Seed
 /// 8 stalled at 31 of notes' 39 screens however long it ran: the settings page's links did
 /// nothing once a box was ticked (s038), which made them self-loops and cut the routes to the
-/// colour screens, and the empty new note merged with a note typed into before. With 6 ×
-/// reachable steps it now misses only the two radio-button screens (docs/decide.md).
+/// colour screens, the empty new note merged with a note typed into before, and radio dialogs
+/// were left as soon as they showed. With 6 × reachable steps it now reaches every screen but
+/// s046, which filling fields first puts out of reach (docs/decide.md).
 #[test]
 fn with_twice_the_budget_notes_is_explored_past_its_dead_ends() {
     let notes = fixtures().join("apps/notes/model.json");
     let (reached, reachable) = explore(&notes.display().to_string(), false, 8, 6);
-    assert!(reached >= 36, "{reached}/{reachable}");
+    assert!(reached >= 38, "{reached}/{reachable}");
 }
