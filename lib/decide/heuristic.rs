@@ -3,14 +3,15 @@
 //! On each observation it weighs the best untried action on this screen against the most
 //! valuable untried action elsewhere, reached by the shortest known path (learned edges, an
 //! untried back to where a screen was first reached from, a relaunch to the launch screen). An
-//! action's value is its rank's promise (text-bearing widgets and fields first, then a form's
-//! submit, anonymous ones, toggles, dismissive ones, risky ones such as "log out" or "delete"
-//! last) times its screen's productivity (how many of the screen's tried actions showed a new
+//! action's value is its rank's promise (text-bearing widgets, fields and the options of a
+//! radio list first, then a form's submit, anonymous ones, toggles, dismissive ones and checked
+//! radio buttons, risky ones such as "log out" or "delete" last) times its screen's productivity (how many of the screen's tried actions showed a new
 //! screen), divided by the steps it takes. So a new screen is explored first, and a screen
 //! whose actions keep showing nothing new is left for more promising ones and finished later.
 //! Empty editable fields are filled first, with test credentials where the field asks for an
-//! e-mail, user name or password, batched with the form's submit button or toggles, and typed
-//! into again when nothing else on their screen is untried and they show other text. When
+//! e-mail, user name or password, batched with the form's submit button or toggles, typed into
+//! again at once when they show text new to their screen (judged as on an unseen screen), and
+//! as a last resort when nothing else on their screen is untried and they show other text. When
 //! nothing untried is known: back, then relaunch. The same seed and the same observations give
 //! the same decisions.
 
@@ -438,7 +439,7 @@ impl Heuristic {
     }
 
     /// The widget to try next and its promise: the most promising (see [`Graph::promise`]; risky
-    /// ones promise least but for dismissive ones), ties broken by rank and then by the seeded
+    /// ones promise least but for dismissive ones and a checked radio button), ties broken by rank and then by the seeded
     /// generator.
     fn best<'a>(
         &mut self,

@@ -140,6 +140,7 @@ pub fn rank(elements: &[UiElement], element: &UiElement, has_form: bool) -> Rank
     }
 }
 
+/// A radio button itself (not a row holding one: a preference row is a toggle).
 fn is_radio(element: &UiElement) -> bool {
     element.checkable && element.class_name.ends_with("RadioButton")
 }
@@ -361,11 +362,7 @@ mod tests {
         };
         let mut check_box = radio("Wrap lines", false);
         check_box.class_name = "android.widget.CheckBox".into();
-        let list = [
-            radio("Light", false),
-            radio("Dark", true),
-            check_box.clone(),
-        ];
+        let list = [radio("Light", false), radio("Dark", true), check_box];
         assert_eq!(rank(&list, &list[0], false), Rank::Text);
         assert_eq!(rank(&list, &list[1], false), Rank::Chosen);
         assert_eq!(rank(&list, &list[2], false), Rank::Toggle);

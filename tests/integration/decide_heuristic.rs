@@ -587,16 +587,10 @@ fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
         assert!(reached.iter().all(|&r| r > random), "{report:#?}");
         (reached, reachable)
     };
-    let bundled = droid::sim::model::builtin_names();
-    for name in &bundled {
+    for name in droid::sim::model::builtin_names() {
         let (reached, reachable) = measure(&format!("builtin:{name}"), &[1]);
         assert_eq!(reached, [reachable], "builtin:{name}");
     }
-    assert_eq!(
-        bundled.len(),
-        3,
-        "every bundled app is measured: shop, settings, tiny"
-    );
     let notes = fixtures()
         .join("apps/notes/model.json")
         .display()
