@@ -9,10 +9,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use sha2::{Digest, Sha256};
 
 use super::widgets::{
-    controls, is_actionable, is_unmarked_list, primary_action, rank, signature, Rank,
+    controls, is_actionable, is_unmarked_list, label_in, primary_action, rank, signature, Rank,
 };
 use crate::events::Observation;
 use crate::hash;
+use crate::ui::Bounds;
 
 /// Index of a screen in the graph.
 pub type ScreenId = usize;
@@ -39,6 +40,8 @@ struct Screen {
     widgets: String,
     /// Every action seen on this screen, with its rank.
     actions: BTreeMap<ActionKey, Rank>,
+    /// Where each action's widget was last seen, to walk a known path without observing.
+    places: BTreeMap<ActionKey, Place>,
     tried: BTreeSet<ActionKey>,
     /// Learned edges: action → target screen → times seen.
     edges: BTreeMap<ActionKey, BTreeMap<ScreenId, u32>>,
@@ -70,6 +73,14 @@ impl Screen {
 /// The productivity of a screen with no outcome yet: [`Screen::productivity`] before any try.
 pub const UNSEEN_PRODUCTIVITY: f64 = 0.5;
 
+/// Where a widget was last seen on its screen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Place {
+    pub bounds: Bounds,
+    /// Its [`label_in`] its screen.
+    pub label: String,
+}
+
 /// The first move of a path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -86,6 +97,8 @@ pub struct Plan {
     /// The goal's best untried action's [`Graph::promise`] times the goal's productivity,
     /// divided by the steps to reach and take it: comparable with [`Graph::value_here`].
     pub value: f64,
+    /// The path's moves after the first, each with the screen it is taken on.
+    pub then: Vec<(ScreenId, ActionKey)>,
 }
 
 /// Screens, actions and edges of one exploration.
@@ -179,6 +192,7 @@ impl Graph {
                     structure,
                     widgets,
                     actions: BTreeMap::new(),
+                    places: BTreeMap::new(),
                     tried: BTreeSet::new(),
                     edges: BTreeMap::new(),
                     visits: 0,
@@ -200,7 +214,13 @@ impl Graph {
         for element in controls(elements) {
             let key = action_key(primary_action(element), &signature(element));
             let rank = rank(elements, element, has_form);
-            screen.actions.entry(key).or_insert(rank);
+            screen.actions.entry(key.clone()).or_insert(rank);
+            let label = label_in(elements, element).to_string();
+            let place = Place {
+                bounds: element.bounds,
+                label,
+            };
+            screen.places.insert(key, place);
         }
         if is_unmarked_list(elements) {
             screen
@@ -413,13 +433,30 @@ impl Graph {
 
     /// The promise of the best untried action on a screen.
     fn best_untried(&self, id: ScreenId) -> Option<f64> {
-        let screen = &self.screens[id];
+        self.untried(id)
+            .into_iter()
+            .map(|(_, promise, _)| promise)
+            .max_by(f64::total_cmp)
+    }
+
+    /// The untried actions on a screen, with their [`Graph::promise`] and rank.
+    pub fn untried(&self, id: ScreenId) -> Vec<(ActionKey, f64, Rank)> {
+        let Some(screen) = self.screens.get(id) else {
+            return Vec::new();
+        };
         screen
             .actions
             .iter()
             .filter(|(key, _)| !screen.tried.contains(*key))
-            .map(|(key, &rank)| self.promise(id, key, rank))
-            .max_by(f64::total_cmp)
+            .map(|(key, &rank)| (key.clone(), self.promise(id, key, rank), rank))
+            .collect()
+    }
+
+    /// Whether the screen offers an action whose key starts with `prefix` (a field: `input:`).
+    pub fn offers_any(&self, screen: ScreenId, prefix: &str) -> bool {
+        self.screens
+            .get(screen)
+            .is_some_and(|s| s.actions.keys().any(|k| k.starts_with(prefix)))
     }
 
     /// What trying an action with `promise` on `screen` is worth, with no steps to reach it.
@@ -447,6 +484,8 @@ impl Graph {
     /// allowed, a relaunch to the launch screen.
     pub fn plan(&self, from: ScreenId, relaunch: bool) -> Option<Plan> {
         let mut first: Vec<Option<Step>> = vec![None; self.screens.len()];
+        // The move each screen was reached by, from the screen before it on its path.
+        let mut came: Vec<Option<(ScreenId, &str)>> = vec![None; self.screens.len()];
         let mut distance = vec![usize::MAX; self.screens.len()];
         *distance.get_mut(from)? = 0;
         let mut queue = VecDeque::from([from]);
@@ -455,11 +494,9 @@ impl Graph {
             let screen = &self.screens[at];
             // Promise and productivity are at most 1: no screen this far or further can beat
             // the best found (breadth-first, so distances only grow).
-            let bound = screen.productivity() / (distance[at] + 1) as f64;
-            if best
-                .as_ref()
-                .is_some_and(|b| 1.0 / (distance[at] + 1) as f64 <= b.value)
-            {
+            let cost = (distance[at] + 1) as f64;
+            let bound = screen.productivity() / cost;
+            if best.as_ref().is_some_and(|b| 1.0 / cost <= b.value) {
                 break;
             }
             let worth_a_look = best.as_ref().map_or(true, |b| bound > b.value);
@@ -472,6 +509,7 @@ impl Graph {
                             first: step.clone(),
                             goal: at,
                             value,
+                            then: Vec::new(),
                         });
                     }
                 }
@@ -480,6 +518,7 @@ impl Graph {
                 if distance[to] == usize::MAX {
                     distance[to] = distance[at] + 1;
                     first[to] = first[at].clone().or(Some(Step::Action(key.to_string())));
+                    came[to] = Some((at, key));
                     queue.push_back(to);
                 }
             }
@@ -491,7 +530,37 @@ impl Graph {
                 }
             }
         }
-        best
+        let mut plan = best?;
+        let mut at = plan.goal;
+        while let Some((before, key)) = came[at] {
+            plan.then.push((before, key.to_string()));
+            at = before;
+        }
+        plan.then.reverse();
+        if matches!(plan.first, Step::Action(_)) {
+            plan.then.remove(0);
+        }
+        Some(plan)
+    }
+
+    /// Where a learned move (see [`Graph::plan`]) leads: the screen `key` on `at` led to most
+    /// often, when that did not stall.
+    pub fn follow(&self, at: ScreenId, key: &str) -> Option<ScreenId> {
+        self.screens.get(at)?;
+        self.moves(at).find(|(k, _)| *k == key).map(|(_, to)| to)
+    }
+
+    /// Whether `key` on `at` is a move learned from an outcome (not an untried back expected to
+    /// lead to the screen's parent).
+    pub fn is_learned(&self, at: ScreenId, key: &str) -> bool {
+        self.screens
+            .get(at)
+            .is_some_and(|s| s.edges.contains_key(key))
+    }
+
+    /// Where the widget behind `key` was last seen on `screen`.
+    pub fn place(&self, screen: ScreenId, key: &str) -> Option<&Place> {
+        self.screens.get(screen)?.places.get(key)
     }
 
     /// The known moves from a screen: each tried action that did not stall (see
@@ -635,6 +704,45 @@ mod tests {
         assert_eq!(graph.plan(far, false), None);
         graph.mark_tried(home, &click("Other"));
         assert_eq!(graph.plan(far, true), None);
+    }
+
+    #[test]
+    fn plan_lists_the_moves_after_its_first_with_where_each_is_taken() {
+        let mut graph = Graph::new();
+        let home = graph.observe(&screen("Home", "0", &["Menu"]));
+        graph.set_launch(home);
+        let menu = graph.observe(&screen("Menu", "0", &["Settings"]));
+        graph.record_edge(home, &click("Menu"), menu);
+        let settings = graph.observe(&screen("Settings", "0", &["A", "B"]));
+        graph.record_edge(menu, &click("Settings"), settings);
+        graph.record_edge(settings, &click("A"), home);
+        graph.observe(&screen("Home", "0", &["Menu"]));
+        let plan = graph.plan(home, false).unwrap();
+        assert_eq!(
+            (plan.first, plan.goal),
+            (Step::Action(click("Menu")), settings)
+        );
+        assert_eq!(plan.then, [(menu, click("Settings"))]);
+        assert_eq!(graph.follow(home, &click("Menu")), Some(menu));
+        assert!(graph.is_learned(menu, &click("Settings")));
+        // Where each widget was last seen, to tap it without observing its screen.
+        let place = graph.place(settings, &click("B")).unwrap();
+        assert_eq!(
+            (place.bounds, place.label.as_str()),
+            (Bounds::from([0, 100, 100, 190]), "B")
+        );
+        // An untried back is expected to lead to the parent, but is no learned move.
+        assert_eq!(graph.follow(settings, BACK), Some(menu));
+        assert!(!graph.is_learned(settings, BACK));
+        // A relaunch starts the path at the launch screen.
+        let elsewhere = graph.observe(&screen("Elsewhere", "0", &["Z"]));
+        graph.mark_tried(elsewhere, &click("Z"));
+        let plan = graph.plan(elsewhere, true).unwrap();
+        assert_eq!((plan.first, plan.goal), (Step::Relaunch, settings));
+        assert_eq!(
+            plan.then,
+            [(home, click("Menu")), (menu, click("Settings"))]
+        );
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! Empty editable fields are filled first, with test credentials where the field asks for an
 //! e-mail, user name or password, batched with the form's submit button or toggles, typed into
 //! again at once when they show text new to their screen (judged as on an unseen screen), and
-//! as a last resort when nothing else on their screen is untried and they show other text. When
-//! nothing untried is known: back, then relaunch. The same seed and the same observations give
+//! as a last resort when nothing else on their screen is untried and they show other text. A
+//! path's learned moves are walked in one decision, with the goal's untried click (see
+//! [`Walk`]). When nothing untried is known: back, then relaunch. The same seed and the same observations give
 //! the same decisions.
 
 use std::collections::{HashMap, HashSet};
@@ -20,9 +21,10 @@ use std::collections::{HashMap, HashSet};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 use super::graph::{
-    action_key, ActionKey, Graph, ScreenId, Step, BACK, SCROLL, UNSEEN_PRODUCTIVITY,
+    action_key, ActionKey, Graph, Place, Plan, ScreenId, Step, BACK, SCROLL, UNSEEN_PRODUCTIVITY,
 };
 use super::response::MAX_ACTIONS;
 use super::widgets::{
@@ -53,6 +55,27 @@ pub struct Choice {
     pub relaunch: Option<String>,
     /// Why, for a note (`relaunch`, leaving a foreign app, ...).
     pub note: Option<String>,
+    /// The last actions walk on along a known path, past screens not observed (see
+    /// [`Heuristic::learn_walk`]).
+    pub walk: Option<Walk>,
+}
+
+/// Moves along a known path taken blind in the same decision as its first move, and the
+/// goal's untried action at its end: their actions are the decision's last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Walk {
+    /// Learned moves (taps on where their widgets were seen, backs), in order.
+    pub moves: Vec<ActionKey>,
+    /// The untried action taken on the path's goal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<ActionKey>,
+}
+
+impl Walk {
+    /// The decision's actions it accounts for.
+    pub fn actions(&self) -> usize {
+        self.moves.len() + usize::from(self.then.is_some())
+    }
 }
 
 /// The heuristic's state across a run.
@@ -64,6 +87,11 @@ pub struct Heuristic {
     allowed_packages: Vec<String>,
     /// The last action taken, on which screen: its edge is learned from the next observation.
     pending: Option<(ScreenId, ActionKey)>,
+    /// The moves a walk took blind before the pending action, each with the screen it was
+    /// expected on (see [`Heuristic::learn_walk`]); and whether the pending action is the goal's
+    /// untried one.
+    walked: Vec<(ScreenId, ActionKey)>,
+    walked_to_untried: bool,
     current: Option<ScreenId>,
     foreign_steps: u32,
     /// Times each field was filled, per screen.
@@ -105,6 +133,8 @@ impl Heuristic {
             package: None,
             allowed_packages: Vec::new(),
             pending: None,
+            walked: Vec::new(),
+            walked_to_untried: false,
             current: None,
             foreign_steps: 0,
             fills: HashMap::new(),
@@ -129,8 +159,19 @@ impl Heuristic {
     /// Takes in an observation: identifies its screen and learns the edge of the last action.
     pub fn observe(&mut self, observation: &Observation) -> ScreenId {
         let screen = self.graph.observe(observation);
+        let walked = std::mem::take(&mut self.walked);
         if let Some((from, key)) = self.pending.take() {
-            self.graph.record_edge(from, &key, screen);
+            // Back on a screen the walk passed: the move from there went nowhere (a link dead
+            // in this state of the app), and the actions after it were not taken where meant.
+            match walked.into_iter().find(|(at, _)| *at == screen) {
+                Some((at, stalled)) => {
+                    self.graph.record_edge(at, &stalled, screen);
+                    if self.walked_to_untried {
+                        self.graph.mark_untried(from, &key);
+                    }
+                }
+                None => self.graph.record_edge(from, &key, screen),
+            }
         }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
             self.graph.set_launch(screen);
@@ -178,6 +219,29 @@ impl Heuristic {
         *self.fills.entry((screen, key)).or_default() += 1;
     }
 
+    /// Learns a walk taken after the pending action (this heuristic's, or one replayed from a
+    /// recorded decision): the screens it passed are taken to be those the graph knows, so the
+    /// next observation is the outcome of its last action on the screen it expected there, unless
+    /// it shows one of the screens passed, where the move taken then must have stalled.
+    pub fn learn_walk(&mut self, walk: &Walk) {
+        let Some((mut at, mut key)) = self.pending.take() else {
+            return;
+        };
+        let mut walked = Vec::new();
+        for next in walk.moves.iter().chain(&walk.then) {
+            let Some(to) = self.graph.follow(at, &key) else {
+                return;
+            };
+            walked.push((at, key));
+            (at, key) = (to, next.clone());
+        }
+        self.walked = walked;
+        self.walked_to_untried = walk.then.is_some();
+        self.graph.mark_tried(at, &key);
+        self.current = Some(at);
+        self.pending = Some((at, key));
+    }
+
     /// Observes and decides.
     pub fn decide(&mut self, observation: &Observation) -> Choice {
         self.observe(observation);
@@ -191,8 +255,12 @@ impl Heuristic {
             None => self.observe(observation),
         };
         let choice = self.choose(observation, screen);
-        for action in &choice.actions {
+        let walked = choice.walk.as_ref().map_or(0, Walk::actions);
+        for action in &choice.actions[..choice.actions.len() - walked] {
             self.learn_action(observation, action);
+        }
+        if let Some(walk) = &choice.walk {
+            self.learn_walk(walk);
         }
         if choice.relaunch.is_some() {
             self.learn_relaunch();
@@ -226,16 +294,25 @@ impl Heuristic {
         let here = local.as_ref().map(|local| self.value_here(screen, local));
         let plan = self.graph.plan(screen, self.package.is_some());
         if let Some(plan) = plan.filter(|plan| here.map_or(true, |here| plan.value > here)) {
-            match plan.first {
+            match plan.first.clone() {
                 Step::Relaunch => {
                     return self.relaunch("the launch screen leads to untried actions")
                 }
                 Step::Action(key) => {
-                    if let Some(actions) = self.replay(observation, &key) {
+                    if let Some(mut actions) = self.replay(observation, &key) {
+                        let walk = match self.graph.is_learned(screen, &key) {
+                            true => self.walk(&plan, MAX_ACTIONS.saturating_sub(actions.len())),
+                            false => None,
+                        };
+                        let walk = walk.map(|(walk, taken)| {
+                            actions.extend(taken);
+                            walk
+                        });
                         return Choice {
                             actions,
                             relaunch: None,
                             note: None,
+                            walk,
                         };
                     }
                 }
@@ -250,6 +327,7 @@ impl Heuristic {
                 actions: local.actions,
                 relaunch: None,
                 note: None,
+                walk: None,
             };
         }
         if !self.graph.is_tried(screen, BACK) {
@@ -304,6 +382,7 @@ impl Heuristic {
             actions: vec![home],
             relaunch: Some(package),
             note: Some(format!("relaunch: {why}")),
+            walk: None,
         }
     }
 
@@ -509,6 +588,86 @@ impl Heuristic {
         Some(actions)
     }
 
+    /// The plan's moves after its first, taken blind as taps where their widgets were seen and
+    /// backs, and the goal's most promising untried click when the walk reaches it: one
+    /// decision instead of one per move. It stops before a move that is not a learned click or
+    /// back (typing, a swipe, a back whose outcome is a guess), keeps to `room` actions, and
+    /// takes nothing on a goal with a form (its fields come first, as on any screen).
+    fn walk(&mut self, plan: &Plan, room: usize) -> Option<(Walk, Vec<Action>)> {
+        let why = "on a known path to a screen with untried actions";
+        let mut walk = Walk {
+            moves: Vec::new(),
+            then: None,
+        };
+        let mut actions = Vec::new();
+        for (at, key) in &plan.then {
+            // A form's submit needs its fields filled, from an observation of them.
+            let form = self
+                .graph
+                .offers_any(*at, &action_key(ActionType::Input, ""));
+            let blind =
+                (self.graph.is_learned(*at, key) && !form).then(|| self.blind(*at, key, why));
+            match blind.flatten() {
+                Some(action) if actions.len() < room => {
+                    actions.push(action);
+                    walk.moves.push(key.clone());
+                }
+                _ => return (!actions.is_empty()).then_some((walk, actions)),
+            }
+        }
+        let goal = self.first_click(plan.goal);
+        if let Some(action) = goal
+            .as_ref()
+            .filter(|_| actions.len() < room)
+            .and_then(|key| self.blind(plan.goal, key, "untried on this screen"))
+        {
+            actions.push(action);
+            walk.then = goal;
+        }
+        (!actions.is_empty()).then_some((walk, actions))
+    }
+
+    /// What would be tried first on arriving at `screen` when it is a click: its most promising
+    /// untried action (ties broken by rank, then by the seeded generator) on a screen without
+    /// fields.
+    fn first_click(&mut self, screen: ScreenId) -> Option<ActionKey> {
+        let untried = self.graph.untried(screen);
+        let input = action_key(ActionType::Input, "");
+        if self.graph.offers_any(screen, &input) {
+            return None;
+        }
+        let order = |a: &(ActionKey, f64, Rank), b: &(ActionKey, f64, Rank)| {
+            b.1.total_cmp(&a.1).then(a.2.cmp(&b.2))
+        };
+        let best = untried.iter().min_by(|a, b| order(a, b))?;
+        let mut tied: Vec<&ActionKey> = untried
+            .iter()
+            .filter(|u| order(u, best).is_eq())
+            .map(|(key, _, _)| key)
+            .collect();
+        tied.shuffle(&mut self.rng);
+        let key = tied.first()?;
+        key.starts_with(&action_key(ActionType::Click, ""))
+            .then(|| key.to_string())
+    }
+
+    /// A move taken without observing its screen: back, or a tap where the widget was seen.
+    fn blind(&self, screen: ScreenId, key: &str, why: &str) -> Option<Action> {
+        if key == BACK {
+            return Some(back(why.into()).actions.remove(0));
+        }
+        if !key.starts_with(&action_key(ActionType::Click, "")) {
+            return None;
+        }
+        let Place { bounds, label } = self.graph.place(screen, key)?;
+        let (x, y) = bounds.center();
+        let mut action = Action::new(ActionType::Tap);
+        action.action_desc = Some(format!("tap \"{label}\""));
+        action.reasoning = Some(why.to_string());
+        action.point = Some([i64::from(x), i64::from(y)]);
+        Some(action)
+    }
+
     fn fill(&mut self, element: &UiElement) -> Action {
         let mut action = act_on(&[], element, ActionType::Input, "fill the field");
         let text = self.text_for(element);
@@ -576,6 +735,7 @@ fn back(why: String) -> Choice {
         actions: vec![action],
         relaunch: None,
         note: None,
+        walk: None,
     }
 }
 

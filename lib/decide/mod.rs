@@ -26,7 +26,7 @@ use crate::events::{
     now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
     ReadError,
 };
-use heuristic::{Choice, Heuristic};
+use heuristic::{Choice, Heuristic, Walk};
 use prompt::{Context, JournalEntry, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
@@ -252,11 +252,20 @@ impl Stage {
                 }
                 Event::Decision(decision) => {
                     if let Some(observation) = observed.take() {
-                        for action in &decision.actions {
+                        let walk = decision
+                            .extra
+                            .get("walk")
+                            .and_then(|w| serde_json::from_value::<Walk>(w.clone()).ok());
+                        let walked = walk.as_ref().map_or(0, Walk::actions);
+                        let taken = decision.actions.len().saturating_sub(walked);
+                        for action in &decision.actions[..taken] {
                             if action.action == crate::events::ActionType::Input {
                                 self.heuristic.learn_fill(observation, action);
                             }
                             self.heuristic.learn_action(observation, action);
+                        }
+                        if let Some(walk) = &walk {
+                            self.heuristic.learn_walk(walk);
                         }
                         self.last = Some((decision.clone(), observation.clone()));
                     }
@@ -357,8 +366,12 @@ impl Stage {
             actions,
             relaunch,
             note,
+            walk,
         } = self.heuristic.next(observation);
         let mut decision = self.decision(observation, actions);
+        if let Some(walk) = walk {
+            decision.extra.insert("walk".into(), json!(walk));
+        }
         if let Some(package) = relaunch {
             decision
                 .extra
