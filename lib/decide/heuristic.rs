@@ -46,6 +46,10 @@ const MAX_FILLS: u32 = 3;
 /// than any untried widget's.
 const REFILL_PROMISE: f64 = 0.1;
 
+/// The shortest start of a typed text taken for that text cut short (see
+/// [`Heuristic::shows_typed_text`]).
+const MIN_CUT_TEXT: usize = 3;
+
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
@@ -549,10 +553,16 @@ impl Heuristic {
     }
 
     /// The field already shows what this heuristic typed (or password dots): it needs no filling.
+    /// The start of a typed text counts: a length limit, or a screen that changed with the first
+    /// word (notes' editor), cuts it short.
     fn shows_typed_text(&self, field: &UiElement) -> bool {
         let text = field.text.trim();
         let dots = !text.is_empty() && text.chars().all(|c| matches!(c, '•' | '*' | '●'));
-        dots || self.typed.iter().any(|typed| text.contains(typed.as_str()))
+        let cut = |typed: &String| text.len() >= MIN_CUT_TEXT && typed.starts_with(text);
+        dots || self
+            .typed
+            .iter()
+            .any(|typed| text.contains(typed.as_str()) || cut(typed))
     }
 
     /// The action behind `key` on the current observation, to walk a known path; a form's

@@ -438,8 +438,9 @@ fn a_field_showing_new_text_of_its_own_is_typed_into_as_on_an_unseen_screen() {
     let (labels, texts) = decide(&field_only("Insert text here"));
     assert_eq!(labels, ["Insert text here"]);
     assert_eq!(texts, [Some("Hello from droid".to_string())]);
-    // Without new text, the note is left.
-    assert_eq!(decide(&field_only("Hello from droid")).0, ["home"]);
+    // Without new text, the note is left, also when it shows only the start of what was typed
+    // (the screen changed with the first word, or a length limit cut the rest).
+    assert_eq!(decide(&field_only("Hello")).0, ["home"]);
 }
 
 /// A dialog of radio buttons with the given labels, `checked` the one selected.
@@ -715,7 +716,7 @@ fn hashed(observation: Observation) -> Observation {
 /// The bar is every reachable screen of the bundled apps and 90% of the notes app within
 /// 3 × (reachable screens) steps. Measured with seed 1: shop 23/23, settings 45/45, tiny 9/9
 /// against random's 5, 18 and 5; the bundled apps are asserted whole. Notes depends more on the
-/// seed (32 to 37 over seeds 1–24, docs/decide.md): seeds 1–3 reach 33, 35 and 35 (34.3 on
+/// seed (33 to 37 over seeds 1–24, docs/decide.md): seeds 1–3 reach 33, 36 and 34 (34.3 on
 /// average, 88%; the bar is 36) against random's 12, and their sum is held as a regression guard.
 #[test]
 fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
