@@ -104,6 +104,9 @@ pub struct Heuristic {
     resubmits: HashMap<(ScreenId, ActionKey), u32>,
     /// Every text typed so far, to recognise fields that are already filled.
     typed: HashSet<String>,
+    /// Form options clicked on the form as found, after they were tried on it filled (see
+    /// [`Heuristic::option_as_found`]), per screen.
+    as_found: HashSet<(ScreenId, ActionKey)>,
     /// Texts each field showed that were not typed here (the app's own: a file name, an item's
     /// name in an edit dialog), per screen.
     prefills: HashMap<(ScreenId, ActionKey), HashSet<String>>,
@@ -126,6 +129,8 @@ struct Local {
     /// A field among those filled shows text of the app's own new to this screen: the screen
     /// is in a state not explored yet (see [`Heuristic::untried_here`]).
     renewed: bool,
+    /// The form option these actions click on the form as found.
+    as_found: Option<ActionKey>,
 }
 
 impl Heuristic {
@@ -144,6 +149,7 @@ impl Heuristic {
             fills: HashMap::new(),
             typed: HashSet::new(),
             prefills: HashMap::new(),
+            as_found: HashSet::new(),
             resubmits: HashMap::new(),
             relaunching: false,
         }
@@ -327,6 +333,8 @@ impl Heuristic {
                 *self.fills.entry((screen, key)).or_default() += 1;
             }
             self.retry_submits(screen, local.resubmit);
+            self.as_found
+                .extend(local.as_found.map(|key| (screen, key)));
             return Choice {
                 actions: local.actions,
                 relaunch: None,
@@ -437,6 +445,19 @@ impl Heuristic {
             .collect();
         let untried_control = widgets.iter().any(|e| control(e));
         let (fields, refills) = self.fields_to_fill(screen, &actionable, untried_control, &renewed);
+        if let Some(option) = self.option_as_found(screen, &actionable, &fields, &renewed, control)
+        {
+            let kind = primary_action(option);
+            let why = "tried on the form filled, now on the form as found";
+            return Some(Local {
+                actions: vec![act_on(elements, option, kind, why)],
+                promise: Rank::Toggle.promise(),
+                fills: Vec::new(),
+                resubmit: Vec::new(),
+                renewed: false,
+                as_found: Some(action_key(kind, &signature(option))),
+            });
+        }
         let candidates = match fields.is_empty() || !untried_control {
             true => widgets,
             false => widgets.into_iter().filter(|e| control(e)).collect(),
@@ -452,6 +473,7 @@ impl Heuristic {
                 fills: Vec::new(),
                 resubmit: Vec::new(),
                 renewed: false,
+                as_found: None,
             });
         }
         if fields.is_empty() && next.is_none() && !refills.is_empty() {
@@ -461,6 +483,7 @@ impl Heuristic {
                 fills: refills.into_iter().map(|(_, key)| key).collect(),
                 resubmit: Vec::new(),
                 renewed: false,
+                as_found: None,
             });
         }
         let promise = match fields.is_empty() {
@@ -486,6 +509,38 @@ impl Heuristic {
             renewed: fields.iter().any(|(f, _)| renewed.contains(&f.element_id)),
             fills: fields.into_iter().map(|(_, key)| key).collect(),
             resubmit,
+            as_found: None,
+        })
+    }
+
+    /// On a form filled before and found empty again, an option (a check box, an unchecked
+    /// radio button) tried so far only with the form filled, to click once before filling:
+    /// what an option does can depend on what the form holds (a checklist needs no title).
+    fn option_as_found<'a>(
+        &self,
+        screen: ScreenId,
+        actionable: &[&'a UiElement],
+        fields: &Fields,
+        renewed: &HashSet<u32>,
+        control: impl Fn(&UiElement) -> bool,
+    ) -> Option<&'a UiElement> {
+        let filled_before = |(field, key): &(&UiElement, ActionKey)| {
+            !renewed.contains(&field.element_id)
+                && self
+                    .fills
+                    .get(&(screen, key.clone()))
+                    .is_some_and(|&n| n > 0)
+        };
+        if fields.is_empty() || !fields.iter().all(filled_before) {
+            return None;
+        }
+        actionable.iter().copied().find(|e| {
+            let key = action_key(primary_action(e), &signature(e));
+            e.checkable
+                && !e.checked
+                && control(e)
+                && self.graph.is_tried(screen, &key)
+                && !self.as_found.contains(&(screen, key))
         })
     }
 
