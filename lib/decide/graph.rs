@@ -60,6 +60,10 @@ struct Screen {
     /// restarts (one that led away before may be dead in this state of the app: a settings page
     /// after a toggle, a note list after a delete).
     stalled: BTreeSet<ActionKey>,
+    /// Stalled actions a restart made routes again, until they lead away; one that stalls
+    /// once more is dead: the app's first state does not bring it back either.
+    revived: BTreeSet<ActionKey>,
+    dead: BTreeSet<ActionKey>,
 }
 
 impl Screen {
@@ -202,6 +206,8 @@ impl Graph {
                     outcomes: 0,
                     discoveries: 0,
                     stalled: BTreeSet::new(),
+                    revived: BTreeSet::new(),
+                    dead: BTreeSet::new(),
                 });
                 self.by_activity.entry(activity).or_default().push(id);
                 id
@@ -249,10 +255,12 @@ impl Graph {
         }
     }
 
-    /// The app was restarted: its state is fresh, so actions that stalled may lead away again.
+    /// The app was restarted: its state is fresh, so actions that stalled may lead away again
+    /// (but for dead ones, see [`Screen::revived`]).
     pub fn app_restarted(&mut self) {
         for screen in &mut self.screens {
-            screen.stalled.clear();
+            let stalled = std::mem::take(&mut screen.stalled);
+            screen.revived.extend(stalled);
         }
     }
 
@@ -344,8 +352,12 @@ impl Graph {
         *targets.entry(to).or_default() += 1;
         if to == from {
             screen.stalled.insert(key.to_string());
+            if screen.revived.contains(key) {
+                screen.dead.insert(key.to_string());
+            }
         } else {
             screen.stalled.remove(key);
+            screen.revived.remove(key);
         }
         if first_seen && to != from && Some(to) != self.launch {
             self.screens[to].parent.get_or_insert(from);
@@ -571,7 +583,7 @@ impl Graph {
         let learned = screen
             .edges
             .iter()
-            .filter(|(key, _)| !screen.stalled.contains(*key))
+            .filter(|(key, _)| !screen.stalled.contains(*key) && !screen.dead.contains(*key))
             .filter_map(move |(key, targets)| {
                 let most_seen = targets
                     .iter()
@@ -746,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn a_route_that_stalled_is_no_move_until_the_app_restarts() {
+    fn a_route_that_stalled_is_no_move_until_the_app_restarts_unless_it_stalls_again() {
         let mut graph = Graph::new();
         let page = graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
         graph.set_launch(page);
@@ -769,6 +781,15 @@ mod tests {
         // stalled more often than it led there.
         graph.app_restarted();
         assert_eq!(route(&graph), to_dialog);
+        // Open leads there again: a later stall is again undone by a restart.
+        graph.record_edge(page, &click("Open"), dialog);
+        graph.record_edge(page, &click("Open"), page);
+        graph.app_restarted();
+        assert_eq!(route(&graph), to_dialog);
+        // Stalling once more right after the restart, it is dead: restarts do not bring it back.
+        graph.record_edge(page, &click("Open"), page);
+        graph.app_restarted();
+        assert_eq!(route(&graph), None);
     }
 
     #[test]
