@@ -562,6 +562,12 @@ impl Graph {
         self.moves(at).find(|(k, _)| *k == key).map(|(_, to)| to)
     }
 
+    /// Whether `key` was tried on `at` and its outcome seen, and it is no move from there: it
+    /// left the screen as it was.
+    pub fn led_nowhere(&self, at: ScreenId, key: &str) -> bool {
+        self.is_learned(at, key) && self.follow(at, key).is_none()
+    }
+
     /// Whether `key` on `at` is a move learned from an outcome (not an untried back expected to
     /// lead to the screen's parent).
     pub fn is_learned(&self, at: ScreenId, key: &str) -> bool {

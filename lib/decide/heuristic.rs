@@ -28,8 +28,8 @@ use super::graph::{
 };
 use super::response::MAX_ACTIONS;
 use super::widgets::{
-    bounding_box, controls, is_actionable, is_submit, label_in, primary_action, rank, signature,
-    Rank,
+    bounding_box, controls, is_actionable, is_submit, label_in, primary_action, rank, shape,
+    signature, Rank,
 };
 use super::Credentials;
 use crate::events::{Action, ActionType, Observation};
@@ -577,8 +577,8 @@ impl Heuristic {
     }
 
     /// The widget to try next and its promise: the most promising (see [`Graph::promise`]; risky
-    /// ones promise least but for dismissive ones and a checked radio button), ties broken by rank and then by the seeded
-    /// generator.
+    /// ones promise least but for dismissive ones and a checked radio button), ties broken by
+    /// rank, then by fewer widgets alike that did nothing here, then by the seeded generator.
     fn best<'a>(
         &mut self,
         screen: ScreenId,
@@ -598,13 +598,30 @@ impl Heuristic {
             b.1.total_cmp(&a.1).then(a.2.cmp(&b.2))
         };
         let best = *scored.iter().min_by(|a, b| order(a, b))?;
-        let mut tied: Vec<(&UiElement, f64)> = scored
-            .iter()
-            .filter(|s| order(s, &best).is_eq())
+        let tied = scored.iter().filter(|s| order(s, &best).is_eq());
+        // Among equals, a widget unlike two or more that did nothing here goes first: colour
+        // rows that did nothing say the next will not either, not what the theme row does.
+        let dead = self.dead_by_shape(screen, elements);
+        let dead_alike = |e: &UiElement| dead.get(&shape(elements, e)).map_or(1, |&n| n.max(1));
+        let fewest = tied.clone().map(|s| dead_alike(s.0)).min()?;
+        let mut tied: Vec<(&UiElement, f64)> = tied
+            .filter(|s| dead_alike(s.0) == fewest)
             .map(|&(e, promise, _)| (e, promise))
             .collect();
         tied.shuffle(&mut self.rng);
         tied.first().copied()
+    }
+
+    /// How many widgets here of each [`shape`] were tried and led nowhere.
+    fn dead_by_shape(&self, screen: ScreenId, elements: &[UiElement]) -> HashMap<String, usize> {
+        let mut dead = HashMap::new();
+        for element in controls(elements) {
+            let key = action_key(primary_action(element), &signature(element));
+            if self.graph.led_nowhere(screen, &key) {
+                *dead.entry(shape(elements, element)).or_default() += 1;
+            }
+        }
+        dead
     }
 
     /// The field already shows what this heuristic typed (or password dots): it needs no filling.

@@ -145,6 +145,16 @@ fn is_radio(element: &UiElement) -> bool {
     element.checkable && element.class_name.ends_with("RadioButton")
 }
 
+/// What a widget looks like, apart from its words: its class and its descendants' classes, in
+/// order (a settings row with a label and a value, one with a label and a colour swatch).
+pub fn shape(elements: &[UiElement], element: &UiElement) -> String {
+    std::iter::once(element)
+        .chain(descendants(elements, element))
+        .map(|e| e.class_name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A switch, check box or radio button, or a row holding one (a settings preference): it
 /// changes a setting in place.
 fn is_toggle(elements: &[UiElement], element: &UiElement) -> bool {
