@@ -345,6 +345,7 @@ impl Heuristic {
         if !self.graph.is_tried(screen, BACK) {
             return back("every action here is explored and no known path leads further".into());
         }
+        self.graph.revive_dead();
         self.relaunch("nothing left to explore from here")
     }
 
