@@ -104,8 +104,9 @@ pub struct Heuristic {
     resubmits: HashMap<(ScreenId, ActionKey), u32>,
     /// Every text typed so far, to recognise fields that are already filled.
     typed: HashSet<String>,
-    /// Form options clicked on the form as found, after they were tried on it filled (see
-    /// [`Heuristic::option_as_found`]), per screen.
+    /// Form options clicked on the form filled, and those clicked since on the form as found
+    /// (see [`Heuristic::option_as_found`]), per screen.
+    options_filled: HashSet<(ScreenId, ActionKey)>,
     as_found: HashSet<(ScreenId, ActionKey)>,
     /// Texts each field showed that were not typed here (the app's own: a file name, an item's
     /// name in an edit dialog), per screen.
@@ -129,7 +130,8 @@ struct Local {
     /// A field among those filled shows text of the app's own new to this screen: the screen
     /// is in a state not explored yet (see [`Heuristic::untried_here`]).
     renewed: bool,
-    /// The form option these actions click on the form as found.
+    /// The form option these actions click on the form filled, or as found.
+    option_filled: Option<ActionKey>,
     as_found: Option<ActionKey>,
 }
 
@@ -149,6 +151,7 @@ impl Heuristic {
             fills: HashMap::new(),
             typed: HashSet::new(),
             prefills: HashMap::new(),
+            options_filled: HashSet::new(),
             as_found: HashSet::new(),
             resubmits: HashMap::new(),
             relaunching: false,
@@ -181,6 +184,10 @@ impl Heuristic {
                     }
                 }
                 None => self.graph.record_edge(from, &key, screen),
+            }
+            // Until then, the form stays worth coming back to.
+            if self.owes_as_found(from, &key) {
+                self.graph.mark_untried(from, &key);
             }
         }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
@@ -269,6 +276,7 @@ impl Heuristic {
         for action in &choice.actions[..choice.actions.len() - walked] {
             self.learn_action(observation, action);
         }
+
         if let Some(walk) = &choice.walk {
             self.learn_walk(walk);
         }
@@ -335,6 +343,8 @@ impl Heuristic {
             self.retry_submits(screen, local.resubmit);
             self.as_found
                 .extend(local.as_found.map(|key| (screen, key)));
+            self.options_filled
+                .extend(local.option_filled.map(|key| (screen, key)));
             return Choice {
                 actions: local.actions,
                 relaunch: None,
@@ -456,6 +466,7 @@ impl Heuristic {
                 fills: Vec::new(),
                 resubmit: Vec::new(),
                 renewed: false,
+                option_filled: None,
                 as_found: Some(action_key(kind, &signature(option))),
             });
         }
@@ -474,6 +485,7 @@ impl Heuristic {
                 fills: Vec::new(),
                 resubmit: Vec::new(),
                 renewed: false,
+                option_filled: None,
                 as_found: None,
             });
         }
@@ -484,6 +496,7 @@ impl Heuristic {
                 fills: refills.into_iter().map(|(_, key)| key).collect(),
                 resubmit: Vec::new(),
                 renewed: false,
+                option_filled: None,
                 as_found: None,
             });
         }
@@ -493,6 +506,7 @@ impl Heuristic {
         };
         let mut actions: Vec<Action> = fields.iter().map(|(field, _)| self.fill(field)).collect();
         let mut resubmit = Vec::new();
+        let mut option_filled = None;
         match next {
             Some((widget, _)) if actions.is_empty() || control(widget) => {
                 let why = "untried on this screen";
@@ -500,6 +514,10 @@ impl Heuristic {
                 // A changed option makes the form's submit worth trying again.
                 if widget.checkable && control(widget) {
                     resubmit = submits();
+                    if !fields.is_empty() {
+                        option_filled =
+                            Some(action_key(primary_action(widget), &signature(widget)));
+                    }
                 }
             }
             _ => {}
@@ -510,6 +528,7 @@ impl Heuristic {
             renewed: fields.iter().any(|(f, _)| renewed.contains(&f.element_id)),
             fills: fields.into_iter().map(|(_, key)| key).collect(),
             resubmit,
+            option_filled,
             as_found: None,
         })
     }
@@ -517,6 +536,7 @@ impl Heuristic {
     /// On a form filled before and found empty again, an option (a check box, an unchecked
     /// radio button) tried so far only with the form filled, to click once before filling:
     /// what an option does can depend on what the form holds (a checklist needs no title).
+    /// Until then the option counts as untried, so the form is worth coming back to.
     fn option_as_found<'a>(
         &self,
         screen: ScreenId,
@@ -537,12 +557,14 @@ impl Heuristic {
         }
         actionable.iter().copied().find(|e| {
             let key = action_key(primary_action(e), &signature(e));
-            e.checkable
-                && !e.checked
-                && control(e)
-                && self.graph.is_tried(screen, &key)
-                && !self.as_found.contains(&(screen, key))
+            e.checkable && !e.checked && control(e) && self.owes_as_found(screen, &key)
         })
+    }
+
+    /// Whether the form option `key` was clicked on the form filled and not yet as found.
+    fn owes_as_found(&self, screen: ScreenId, key: &str) -> bool {
+        let option = (screen, key.to_string());
+        self.options_filled.contains(&option) && !self.as_found.contains(&option)
     }
 
     /// The editable fields to fill now, and those to fill again only when nothing else on the

@@ -4,8 +4,10 @@ use std::io::Write;
 use std::process::Stdio;
 
 use droid::capture::offline::{observe_files, OfflineOptions};
+use droid::decide::graph::action_key;
 use droid::decide::heuristic::Heuristic;
 use droid::decide::random::RandomDecider;
+use droid::decide::widgets::signature;
 use droid::decide::{self, Credentials};
 use droid::events::{Action, ActionType, Event, Observation, ScreenHash};
 use droid::ui::{Bounds, UiElement};
@@ -467,8 +469,18 @@ fn an_option_tried_on_the_form_filled_is_tried_once_on_the_form_as_found() {
     assert_eq!(decide(&note).0, ["Insert text here"]);
     // Found empty again, the form is filled again for its untried option.
     assert_eq!(decide(&empty).0, ["Label", "Checklist"]);
-    // The option changed: the form is submitted again.
-    assert_eq!(decide(&new_note_dialog("Hello from droid", true)).0, ["OK"]);
+    // The option changed: the form is submitted again. The option still counts as untried
+    // (owed a try on the form as found), which makes the form worth coming back to.
+    let filled = new_note_dialog("Hello from droid", true);
+    let dialog = heuristic.observe(&filled);
+    let checklist_key = action_key(ActionType::Click, &signature(&filled.elements[2]));
+    let untried = heuristic.graph().untried(dialog);
+    assert!(
+        untried.iter().any(|(key, ..)| *key == checklist_key),
+        "{untried:?}"
+    );
+    assert_eq!(labels_of(&filled, &heuristic.next(&filled).actions), ["OK"]);
+    let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen);
     assert_eq!(decide(&checklist).0, ["Add item"]);
     // Found empty a third time: the option is clicked once on the form as found (a checklist
     // chosen before a title may open another dialog than one chosen after it), typing nothing.
@@ -805,8 +817,8 @@ fn hashed(observation: Observation) -> Observation {
 /// The bar is every reachable screen of the bundled apps and 90% of the notes app within
 /// 3 × (reachable screens) steps. Measured with seed 1: shop 23/23, settings 45/45, tiny 9/9
 /// against random's 5, 18 and 5; the bundled apps are asserted whole. Notes depends more on the
-/// seed (33 to 39 over seeds 1–24, docs/decide.md): seeds 1–3 reach 33, 38 and 35 (35.3 on
-/// average, 91%; the bar is 36) against random's 12, and their sum is held as a regression guard.
+/// seed (34 to 39 over seeds 1–24, docs/decide.md): seeds 1–3 reach 34, 38 and 36 (36 on
+/// average, 92%; the bar is 36) against random's 12, and their sum is held as a regression guard.
 #[test]
 fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
     let mut report = Vec::new();
@@ -830,7 +842,7 @@ fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
         .to_string();
     let (reached, _) = measure(&notes, &[1, 2, 3]);
     let total: usize = reached.iter().sum();
-    assert!(total >= 33 + 38 + 35, "notes: {reached:?} over seeds 1-3");
+    assert!(total >= 34 + 38 + 36, "notes: {reached:?} over seeds 1-3");
     eprintln!("coverage within 3 x reachable steps: {report:#?}");
 }
 
