@@ -63,6 +63,7 @@ struct Screen {
     /// Stalled actions a restart made routes again, until they lead away; one that stalls
     /// once more is dead: the app's first state does not bring it back either.
     revived: BTreeSet<ActionKey>,
+    /// No routes until nothing else is left (see [`Graph::revive_dead`]).
     dead: BTreeSet<ActionKey>,
 }
 

@@ -276,7 +276,6 @@ impl Heuristic {
         for action in &choice.actions[..choice.actions.len() - walked] {
             self.learn_action(observation, action);
         }
-
         if let Some(walk) = &choice.walk {
             self.learn_walk(walk);
         }
@@ -653,7 +652,7 @@ impl Heuristic {
     fn shows_typed_text(&self, field: &UiElement) -> bool {
         let text = field.text.trim();
         let dots = !text.is_empty() && text.chars().all(|c| matches!(c, '•' | '*' | '●'));
-        let cut = |typed: &String| text.len() >= MIN_CUT_TEXT && typed.starts_with(text);
+        let cut = |typed: &String| text.chars().count() >= MIN_CUT_TEXT && typed.starts_with(text);
         dots || self
             .typed
             .iter()
