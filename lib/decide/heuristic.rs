@@ -130,9 +130,14 @@ struct Local {
     /// A field among those filled shows text of the app's own new to this screen: the screen
     /// is in a state not explored yet (see [`Heuristic::untried_here`]).
     renewed: bool,
-    /// The form option these actions click on the form filled, or as found.
-    option_filled: Option<ActionKey>,
-    as_found: Option<ActionKey>,
+    /// The form option these actions click, on the form filled or as found.
+    option: Option<OptionTry>,
+}
+
+/// How a form option is clicked (see [`Heuristic::option_as_found`]).
+enum OptionTry {
+    Filled(ActionKey),
+    AsFound(ActionKey),
 }
 
 impl Heuristic {
@@ -340,10 +345,11 @@ impl Heuristic {
                 *self.fills.entry((screen, key)).or_default() += 1;
             }
             self.retry_submits(screen, local.resubmit);
-            self.as_found
-                .extend(local.as_found.map(|key| (screen, key)));
-            self.options_filled
-                .extend(local.option_filled.map(|key| (screen, key)));
+            match local.option {
+                Some(OptionTry::Filled(key)) => self.options_filled.insert((screen, key)),
+                Some(OptionTry::AsFound(key)) => self.as_found.insert((screen, key)),
+                None => false,
+            };
             return Choice {
                 actions: local.actions,
                 relaunch: None,
@@ -465,8 +471,7 @@ impl Heuristic {
                 fills: Vec::new(),
                 resubmit: Vec::new(),
                 renewed: false,
-                option_filled: None,
-                as_found: Some(action_key(kind, &signature(option))),
+                option: Some(OptionTry::AsFound(action_key(kind, &signature(option)))),
             });
         }
         let candidates = match fields.is_empty() || !untried_control {
@@ -484,8 +489,7 @@ impl Heuristic {
                 fills: Vec::new(),
                 resubmit: Vec::new(),
                 renewed: false,
-                option_filled: None,
-                as_found: None,
+                option: None,
             });
         }
         if fields.is_empty() && next.is_none() && !refills.is_empty() {
@@ -495,8 +499,7 @@ impl Heuristic {
                 fills: refills.into_iter().map(|(_, key)| key).collect(),
                 resubmit: Vec::new(),
                 renewed: false,
-                option_filled: None,
-                as_found: None,
+                option: None,
             });
         }
         let promise = match fields.is_empty() {
@@ -505,7 +508,7 @@ impl Heuristic {
         };
         let mut actions: Vec<Action> = fields.iter().map(|(field, _)| self.fill(field)).collect();
         let mut resubmit = Vec::new();
-        let mut option_filled = None;
+        let mut option = None;
         match next {
             Some((widget, _)) if actions.is_empty() || control(widget) => {
                 let why = "untried on this screen";
@@ -514,8 +517,8 @@ impl Heuristic {
                 if widget.checkable && control(widget) {
                     resubmit = submits();
                     if !fields.is_empty() {
-                        option_filled =
-                            Some(action_key(primary_action(widget), &signature(widget)));
+                        let key = action_key(primary_action(widget), &signature(widget));
+                        option = Some(OptionTry::Filled(key));
                     }
                 }
             }
@@ -527,8 +530,7 @@ impl Heuristic {
             renewed: fields.iter().any(|(f, _)| renewed.contains(&f.element_id)),
             fills: fields.into_iter().map(|(_, key)| key).collect(),
             resubmit,
-            option_filled,
-            as_found: None,
+            option,
         })
     }
 
