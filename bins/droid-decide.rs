@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use droid::config::Settings;
 use droid::decide::prompt::PromptSettings;
-use droid::decide::provider::{ProviderConfig, ProviderKind, RetryPolicy};
+use droid::decide::provider::{ProviderConfig, ProviderKind};
 use droid::decide::{self, Config, Credentials, Decider};
 
 #[derive(Parser)]
@@ -120,38 +120,39 @@ enum DeciderArg {
     Openai,
 }
 
+impl DeciderArg {
+    fn provider(self) -> Option<ProviderKind> {
+        match self {
+            DeciderArg::Gemini => Some(ProviderKind::Gemini),
+            DeciderArg::Openrouter => Some(ProviderKind::OpenRouter),
+            DeciderArg::Ollama => Some(ProviderKind::Ollama),
+            DeciderArg::Openai => Some(ProviderKind::OpenAi),
+            DeciderArg::Heuristic | DeciderArg::Random => None,
+        }
+    }
+}
+
 /// The provider behind a decider, with the command line's settings.
 fn provider_config(
     args: &Args,
     decider: DeciderArg,
     settings: &mut Settings,
 ) -> anyhow::Result<ProviderConfig> {
-    let kind = match decider {
-        DeciderArg::Gemini => ProviderKind::Gemini,
-        DeciderArg::Openrouter => ProviderKind::OpenRouter,
-        DeciderArg::Ollama => ProviderKind::Ollama,
-        DeciderArg::Openai => ProviderKind::OpenAi,
-        DeciderArg::Heuristic | DeciderArg::Random => anyhow::bail!(
-            "{} is not a provider",
-            decider
-                .to_possible_value()
-                .map_or_else(String::new, |v| v.get_name().to_string())
-        ),
+    let Some(kind) = decider.provider() else {
+        anyhow::bail!("heuristic and random are not providers");
     };
-    let mut config = ProviderConfig::resolve(
+    let config = ProviderConfig::resolve(
         kind,
         args.model.as_deref(),
         args.base_url.as_deref(),
         args.api_key.as_deref(),
         settings,
     )?;
-    config.timeout = Duration::try_from_secs_f64(args.timeout).context("--timeout")?;
-    config.retry = RetryPolicy {
-        base_delay: Duration::from_millis(args.retry_base_ms),
-        max_delay: Duration::from_millis(args.retry_max_ms),
-        ..RetryPolicy::default()
-    };
-    Ok(config)
+    Ok(config.with_limits(
+        Duration::try_from_secs_f64(args.timeout).context("--timeout")?,
+        Duration::from_millis(args.retry_base_ms),
+        Duration::from_millis(args.retry_max_ms),
+    ))
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {

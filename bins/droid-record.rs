@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -157,11 +157,7 @@ fn configure(mut user: UserConfig, action: ConfigAction) -> Result<ExitCode> {
         } => {
             let value = match value {
                 Some(value) => value,
-                None => {
-                    let mut line = String::new();
-                    io::stdin().lock().read_line(&mut line)?;
-                    line.trim_end_matches(['\r', '\n']).to_string()
-                }
+                None => config::read_value(io::stdin().lock()).context("reading the value")?,
             };
             if secret {
                 user.set_secret(&key, &Secret::new(value))?;

@@ -180,6 +180,14 @@ pub fn default_path_from_env() -> PathBuf {
     default_path(xdg.as_deref(), home.as_deref())
 }
 
+/// A value given on stdin (`config set KEY --secret` without a value): its first line without
+/// the line ending, so a key typed at a prompt or piped from `echo` is stored as it was meant.
+pub fn read_value(mut input: impl std::io::BufRead) -> std::io::Result<String> {
+    let mut line = String::new();
+    input.read_line(&mut line)?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_string())
+}
+
 /// The machine-bound id the secret key is derived from: `/etc/machine-id`, else the host name
 /// and the user.
 pub fn machine_id() -> Secret {
@@ -632,6 +640,15 @@ mod tests {
 
     fn open(dir: &Path, machine: &str) -> UserConfig {
         UserConfig::open_bound_to(&dir.join("user_config.db"), Secret::new(machine)).unwrap()
+    }
+
+    #[test]
+    fn a_value_from_stdin_is_its_first_line_without_the_line_ending() {
+        let read = |text: &str| read_value(text.as_bytes()).unwrap();
+        assert_eq!(read("sk-123\r\nsecond line\n"), "sk-123");
+        assert_eq!(read("  spaced key  \n"), "  spaced key  ");
+        assert_eq!(read("no newline"), "no newline");
+        assert_eq!(read(""), "");
     }
 
     #[test]

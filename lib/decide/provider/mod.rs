@@ -144,6 +144,23 @@ impl ProviderConfig {
         Ok(config)
     }
 
+    /// This configuration with the command line's limits: the per-request timeout, and the first
+    /// and longest retry delay (the retry counts stay the 2 for 5xx, 3 for 429).
+    pub fn with_limits(
+        mut self,
+        timeout: Duration,
+        retry_base: Duration,
+        retry_max: Duration,
+    ) -> ProviderConfig {
+        self.timeout = timeout;
+        self.retry = RetryPolicy {
+            base_delay: retry_base,
+            max_delay: retry_max,
+            ..RetryPolicy::default()
+        };
+        self
+    }
+
     fn base_url(&self) -> String {
         let base = self
             .base_url
