@@ -454,10 +454,11 @@ impl Graph {
         shared >= SIBLING_SHARED && 2 * shared >= small.len()
     }
 
-    /// The promise of the best untried action on a screen.
-    fn best_untried(&self, id: ScreenId) -> Option<f64> {
+    /// The promise of the best untried action on a screen, but for those in `skip`.
+    fn best_untried(&self, id: ScreenId, skip: &BTreeSet<ActionKey>) -> Option<f64> {
         self.untried(id)
             .into_iter()
+            .filter(|(key, _, _)| !skip.contains(key))
             .map(|(_, promise, _)| promise)
             .max_by(f64::total_cmp)
     }
@@ -505,7 +506,15 @@ impl Graph {
     /// shortest known path there. Paths follow learned edges (each action's most seen target),
     /// an untried back to the screen a screen was first reached from, and, when `relaunch` is
     /// allowed, a relaunch to the launch screen.
-    pub fn plan(&self, from: ScreenId, relaunch: bool) -> Option<Plan> {
+    ///
+    /// A goal is judged by its best untried action that is not also `untried_here`: a widget
+    /// shown untried on this screen too (a toolbar's search) is tried here, not walked to.
+    pub fn plan(
+        &self,
+        from: ScreenId,
+        relaunch: bool,
+        untried_here: &BTreeSet<ActionKey>,
+    ) -> Option<Plan> {
         let mut first: Vec<Option<Step>> = vec![None; self.screens.len()];
         // The move each screen was reached by, from the screen before it on its path.
         let mut came: Vec<Option<(ScreenId, &str)>> = vec![None; self.screens.len()];
@@ -524,7 +533,7 @@ impl Graph {
             }
             let worth_a_look = best.as_ref().map_or(true, |b| bound > b.value);
             if at != from && !screen.outside && worth_a_look {
-                if let Some(promise) = self.best_untried(at) {
+                if let Some(promise) = self.best_untried(at, untried_here) {
                     let value = promise * bound;
                     let better = best.as_ref().map_or(true, |b| value > b.value);
                     if let (true, Some(step)) = (better, &first[at]) {
@@ -703,6 +712,10 @@ mod tests {
         assert_eq!(blank, blank_again);
     }
 
+    fn none() -> BTreeSet<ActionKey> {
+        BTreeSet::new()
+    }
+
     fn click(label: &str) -> ActionKey {
         action_key(
             ActionType::Click,
@@ -722,17 +735,37 @@ mod tests {
         graph.observe(&screen("Far", "0", &["X", "Y"]));
         graph.record_edge(far, &click("X"), far);
         // Far's own Y is the caller's business; Home's "Other" is two expected backs away.
-        let plan = graph.plan(far, false).unwrap();
+        let plan = graph.plan(far, false, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Step::Action(BACK.into()), home));
         assert!((plan.value - graph.value_here(home, 1.0) / 3.0).abs() < 1e-9);
         // A relaunch reaches the launch screen in one step.
-        let plan = graph.plan(far, true).unwrap();
+        let plan = graph.plan(far, true, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Step::Relaunch, home));
         // Once tried, back is what it was seen to do: here, nothing.
         graph.record_edge(far, BACK, far);
-        assert_eq!(graph.plan(far, false), None);
+        assert_eq!(graph.plan(far, false, &none()), None);
         graph.mark_tried(home, &click("Other"));
-        assert_eq!(graph.plan(far, true), None);
+        assert_eq!(graph.plan(far, true, &none()), None);
+    }
+
+    #[test]
+    fn a_widget_untried_here_is_no_goal_elsewhere() {
+        let mut graph = Graph::new();
+        let home = graph.observe(&screen("Home", "0", &["Search", "Go", "More"]));
+        let page = graph.observe(&screen("Page", "0", &["Search", "X"]));
+        graph.record_edge(home, &click("Go"), page);
+        graph.observe(&screen("Page", "0", &["Search", "X"]));
+        graph.record_edge(page, &click("X"), page);
+        let search_here = BTreeSet::from([click("Search")]);
+        let nothing = none();
+        let goal = |graph: &Graph, skip| graph.plan(page, false, skip).map(|plan| plan.goal);
+        // Home's "More" is a goal either way.
+        assert_eq!(goal(&graph, &search_here), Some(home));
+        // Once it is tried, Home's search is two steps away (back, then it) and Page's is
+        // right here: no goal.
+        graph.mark_tried(home, &click("More"));
+        assert_eq!(goal(&graph, &nothing), Some(home));
+        assert_eq!(goal(&graph, &search_here), None);
     }
 
     #[test]
@@ -746,7 +779,7 @@ mod tests {
         graph.record_edge(menu, &click("Settings"), settings);
         graph.record_edge(settings, &click("A"), home);
         graph.observe(&screen("Home", "0", &["Menu"]));
-        let plan = graph.plan(home, false).unwrap();
+        let plan = graph.plan(home, false, &none()).unwrap();
         assert_eq!(
             (plan.first, plan.goal),
             (Step::Action(click("Menu")), settings)
@@ -766,7 +799,7 @@ mod tests {
         // A relaunch starts the path at the launch screen.
         let elsewhere = graph.observe(&screen("Elsewhere", "0", &["Z"]));
         graph.mark_tried(elsewhere, &click("Z"));
-        let plan = graph.plan(elsewhere, true).unwrap();
+        let plan = graph.plan(elsewhere, true, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Step::Relaunch, settings));
         assert_eq!(
             plan.then,
@@ -785,7 +818,11 @@ mod tests {
         graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
         graph.record_edge(dialog, BACK, page);
         let to_dialog = Some((Step::Action(click("Open")), dialog));
-        let route = |graph: &Graph| graph.plan(page, false).map(|plan| (plan.first, plan.goal));
+        let route = |graph: &Graph| {
+            graph
+                .plan(page, false, &none())
+                .map(|plan| (plan.first, plan.goal))
+        };
         assert_eq!(route(&graph), to_dialog);
         // In another state of the app (a toggle flipped), Open does nothing, twice: no route
         // now, and not a move to the page itself either.

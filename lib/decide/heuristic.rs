@@ -314,7 +314,13 @@ impl Heuristic {
         }
         let local = self.untried_here(observation, screen);
         let here = local.as_ref().map(|local| self.value_here(screen, local));
-        let plan = self.graph.plan(screen, self.package.is_some());
+        let untried_shown = controls(&observation.elements)
+            .map(|e| action_key(primary_action(e), &signature(e)))
+            .filter(|key| !self.graph.is_tried(screen, key))
+            .collect();
+        let plan = self
+            .graph
+            .plan(screen, self.package.is_some(), &untried_shown);
         if let Some(plan) = plan.filter(|plan| here.map_or(true, |here| plan.value > here)) {
             match plan.first.clone() {
                 Step::Relaunch => {
