@@ -22,6 +22,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("capture", capture),
     ("store", store),
     ("decide", decide),
+    ("decide_db", decide_db),
 ];
 
 fn main() {
@@ -400,6 +401,19 @@ fn synthetic_run(steps: u64) -> Vec<String> {
     lines
 }
 
+/// droid-record's stage: `input` recorded into a new crawler.db at `path`, then closed.
+fn ingest(path: &Path, input: &str) {
+    let store = Store::open(path).expect("open store");
+    record::run(
+        &record::Config::default(),
+        &store,
+        input.as_bytes(),
+        std::io::sink(),
+        |_| {},
+    )
+    .expect("ingest");
+}
+
 /// droid-record's stage over a synthetic 10 000-step run, and the exploration journal query.
 fn store() {
     let lines = synthetic_run(10_000);
@@ -416,16 +430,7 @@ fn store() {
     let mut ingests = 0;
     let (took, fastest) = time(3, || {
         ingests += 1;
-        let store =
-            Store::open(&dir.path().join(format!("crawler-{ingests}.db"))).expect("open store");
-        record::run(
-            &record::Config::default(),
-            &store,
-            input.as_bytes(),
-            std::io::sink(),
-            |_| {},
-        )
-        .expect("ingest");
+        ingest(&dir.path().join(format!("crawler-{ingests}.db")), &input);
     });
     let rate = |d: Duration| lines.len() as f64 / d.as_secs_f64();
     println!(
@@ -517,33 +522,45 @@ fn decide() {
     }
 }
 
-fn explore_synthetic_app(tab_bar: bool) {
+/// Explores the synthetic app (see [`synthetic_app_screen`]) for `steps` steps with the
+/// heuristic; `on_step` sees each observation, its choice and how long the decision took.
+/// Returns the screens the heuristic knows at the end.
+fn walk_synthetic_app(
+    tab_bar: bool,
+    steps: usize,
+    mut on_step: impl FnMut(&Observation, &droid::decide::heuristic::Choice, Duration),
+) -> usize {
     use droid::decide::heuristic::Heuristic;
-    const SCREENS: usize = 500;
-    let screens: Vec<_> = (0..SCREENS)
+    let screens: Vec<_> = (0..SYNTHETIC_SCREENS)
         .map(|i| synthetic_app_screen(i, tab_bar))
         .collect();
     let mut heuristic = Heuristic::new(1, droid::decide::Credentials::default());
     heuristic.set_package(Some("com.bench".into()), Vec::new());
     let own = own_buttons(tab_bar);
     let mut stack = vec![0usize];
-    let mut times = Vec::new();
-    for _ in 0..12_000 {
+    for _ in 0..steps {
         let at = *stack.last().unwrap_or(&0);
         let start = Instant::now();
         let choice = heuristic.decide(black_box(&screens[at]));
-        times.push(start.elapsed());
-        let action = &choice.actions[0];
-        match action.ref_id {
+        on_step(&screens[at], &choice, start.elapsed());
+        match choice.actions[0].ref_id {
             Some(k) if k > own => stack.push((k - own - 1) as usize),
-            Some(k) => stack.push((at * 31 + k as usize * 17 + 1) % SCREENS),
+            Some(k) => stack.push((at * 31 + k as usize * 17 + 1) % SYNTHETIC_SCREENS),
             None if stack.len() > 1 => {
                 stack.pop();
             }
             None => stack = vec![0],
         }
     }
-    let known = heuristic.graph().screen_count();
+    heuristic.graph().screen_count()
+}
+
+/// Screens of the synthetic app.
+const SYNTHETIC_SCREENS: usize = 500;
+
+fn explore_synthetic_app(tab_bar: bool) {
+    let mut times = Vec::new();
+    let known = walk_synthetic_app(tab_bar, 12_000, |_, _, took| times.push(took));
     let third = times.len() / 3;
     let median_of = |slice: &[Duration]| {
         let mut sorted = slice.to_vec();
@@ -568,7 +585,94 @@ fn explore_synthetic_app(tab_bar: bool) {
         );
     }
     println!(
-        "\n{} steps, {known} of {SCREENS} screens known at the end (target: median <= 2000 µs per step)",
+        "\n{} steps, {known} of {SYNTHETIC_SCREENS} screens known at the end (target: median <= 2000 µs per step)",
         times.len()
     );
+}
+
+/// The synthetic app's exploration as droid-decide and droid-record would have written it:
+/// run_started, then per step the observation and the decision (with its walk and relaunch).
+fn recorded_exploration(steps: usize) -> Vec<String> {
+    let run = Some("bench".to_string());
+    let started = droid::events::RunStarted {
+        run_id: "bench".into(),
+        package: Some("com.bench".into()),
+        ..Default::default()
+    };
+    let mut lines = vec![Event::RunStarted(started).to_line()];
+    let mut step = 0;
+    walk_synthetic_app(false, steps, |observation, choice, _| {
+        step += 1;
+        let observation = Observation {
+            run_id: run.clone(),
+            step: Some(step),
+            ..observation.clone()
+        };
+        lines.push(Event::Observation(Box::new(observation)).to_line());
+        let mut decision = Decision {
+            run_id: run.clone(),
+            step: Some(step),
+            ts: None,
+            decider: Some("heuristic".into()),
+            actions: choice.actions.clone(),
+            signup_completed: false,
+            done: false,
+            ai: None,
+            extra: Default::default(),
+        };
+        if let Some(walk) = &choice.walk {
+            let walk = serde_json::to_value(walk).expect("walk as JSON");
+            decision.extra.insert("walk".into(), walk);
+        }
+        if let Some(package) = &choice.relaunch {
+            decision
+                .extra
+                .insert("relaunch".into(), package.clone().into());
+        }
+        lines.push(Event::Decision(decision).to_line());
+    });
+    lines
+}
+
+/// One step of a shell loop, `droid-decide --db crawler.db --run RUN < observation`: the run's
+/// recorded events are read and replayed into a fresh graph before the decision, so a step costs
+/// more the longer the run.
+fn decide_db() {
+    use droid::decide::{self, from_store, prompt::PromptSettings, Config, Decider};
+    let dir = tempfile::tempdir().expect("temp dir");
+    println!(
+        "| steps recorded | events | read the run: median ms | read, replay, decide: median ms |"
+    );
+    println!("|---:|---:|---:|---:|");
+    for steps in [100, 1_000, 5_000] {
+        let lines = recorded_exploration(steps);
+        let db = dir.path().join(format!("crawler-{steps}.db"));
+        ingest(&db, &(lines.join("\n") + "\n"));
+        let next = Observation {
+            run_id: Some("bench".into()),
+            step: Some(steps as u64 + 1),
+            ..synthetic_app_screen(0, false)
+        };
+        let next = Event::Observation(Box::new(next)).to_line() + "\n";
+        let read = median(5, || {
+            from_store::history(&db, "bench").expect("history").len()
+        });
+        let one_shot = median(5, || {
+            let config = Config {
+                decider: Decider::Heuristic,
+                seed: 1,
+                prompt: PromptSettings::default(),
+                history: from_store::history(&db, "bench").expect("history"),
+            };
+            let outcome = decide::run(config, next.as_bytes(), std::io::sink(), std::io::sink());
+            assert_eq!(outcome.expect("decide").decisions, 1);
+        });
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "| {steps} | {} | {:.1} | {:.1} |",
+            lines.len(),
+            ms(read),
+            ms(one_shot)
+        );
+    }
 }
