@@ -13,6 +13,9 @@ use droid::store::{Store, JOURNAL_STEPS};
 use droid::ui::{Bounds, UiElement};
 use image::{DynamicImage, Rgb, RgbImage};
 
+#[path = "../tests/support/explore.rs"]
+mod explore;
+
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
     ("ui", ui),
@@ -23,6 +26,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("store", store),
     ("decide", decide),
     ("decide_db", decide_db),
+    ("coverage", coverage),
 ];
 
 fn main() {
@@ -673,6 +677,42 @@ fn decide_db() {
             lines.len(),
             ms(read),
             ms(one_shot)
+        );
+    }
+}
+
+/// Screens the heuristic reaches in 3 × (reachable screens) steps against droid-sim, seeds 1 to
+/// 24, on each bundled app and the fixture notes app (notes also at 4 ×), beside random's
+/// figure (seed 1): the quality bar (every screen of a bundled app, 90% of notes'), as
+/// docs/decide.md reports it.
+fn coverage() {
+    let notes = fixtures()
+        .join("apps/notes/model.json")
+        .display()
+        .to_string();
+    // (app, steps per reachable screen, share of the reachable screens the bar asks for)
+    let apps = [
+        ("builtin:shop", 3, 1.0),
+        ("builtin:settings", 3, 1.0),
+        ("builtin:tiny", 3, 1.0),
+        (notes.as_str(), 3, 0.9),
+        (notes.as_str(), 4, 0.9),
+    ];
+    println!("| app | steps | heuristic, seeds 1–24 | mean | seeds at the bar | random (seed 1) |");
+    println!("|---|---:|---|---:|---:|---:|");
+    for (app, per_screen, share) in apps {
+        let (random, reachable) = explore::explore(app, true, 1, per_screen);
+        let reached: Vec<usize> = (1..=24)
+            .map(|seed| explore::explore(app, false, seed, per_screen).0)
+            .collect();
+        let bar = (share * reachable as f64).ceil() as usize;
+        let at_bar = reached.iter().filter(|&&n| n >= bar).count();
+        let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
+        let name = app.rsplit('/').nth(1).unwrap_or(app);
+        let list: Vec<String> = reached.iter().map(usize::to_string).collect();
+        println!(
+            "| {name} | {per_screen} × {reachable} | {} | {mean:.2} / {reachable} | {at_bar} (≥ {bar}) | {random} |",
+            list.join(" ")
         );
     }
 }

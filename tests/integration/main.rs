@@ -10,6 +10,8 @@ mod decide_heuristic;
 mod decide_providers;
 mod device;
 mod events;
+#[path = "../support/explore.rs"]
+mod explore;
 mod hash;
 mod record;
 mod sim_adb;
