@@ -100,8 +100,9 @@ pub struct Heuristic {
     foreign_steps: u32,
     /// Times each field was filled, per screen.
     fills: HashMap<(ScreenId, ActionKey), u32>,
-    /// Times each form submit was made worth trying again, per screen.
-    resubmits: HashMap<(ScreenId, ActionKey), u32>,
+    /// Times each action was made worth trying again, per screen: a form's submit after a
+    /// change to the form, an option owed a try on the form as found.
+    retries: HashMap<(ScreenId, ActionKey), u32>,
     /// Every text typed so far, to recognise fields that are already filled.
     typed: HashSet<String>,
     /// Form options clicked on the form filled, and those clicked since on the form as found
@@ -158,7 +159,7 @@ impl Heuristic {
             prefills: HashMap::new(),
             options_filled: HashSet::new(),
             as_found: HashSet::new(),
-            resubmits: HashMap::new(),
+            retries: HashMap::new(),
             relaunching: false,
         }
     }
@@ -190,9 +191,10 @@ impl Heuristic {
                 }
                 None => self.graph.record_edge(from, &key, screen),
             }
-            // Until then, the form stays worth coming back to.
+            // Until then, the form stays worth coming back to (a bounded number of times: a
+            // chosen radio button clicked again on the form filled changes nothing).
             if self.owes_as_found(from, &key) {
-                self.graph.mark_untried(from, &key);
+                self.retry(from, key);
             }
         }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
@@ -381,14 +383,19 @@ impl Heuristic {
         }
     }
 
-    /// Makes a form's submit buttons worth trying again, up to [`MAX_FILLS`] times each.
+    /// Makes a form's submit buttons worth trying again.
     fn retry_submits(&mut self, screen: ScreenId, keys: Vec<ActionKey>) {
         for key in keys {
-            let times = self.resubmits.entry((screen, key.clone())).or_default();
-            if *times < MAX_FILLS {
-                *times += 1;
-                self.graph.mark_untried(screen, &key);
-            }
+            self.retry(screen, key);
+        }
+    }
+
+    /// Makes an action worth trying again, up to [`MAX_FILLS`] times.
+    fn retry(&mut self, screen: ScreenId, key: ActionKey) {
+        let times = self.retries.entry((screen, key.clone())).or_default();
+        if *times < MAX_FILLS {
+            *times += 1;
+            self.graph.mark_untried(screen, &key);
         }
     }
 

@@ -490,6 +490,29 @@ fn an_option_tried_on_the_form_filled_is_tried_once_on_the_form_as_found() {
     assert_ne!(labels, ["Checklist"]);
 }
 
+#[test]
+fn an_option_owed_a_try_as_found_stops_being_clicked_on_the_form_filled() {
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen).0;
+    let empty = new_note_dialog("Label", false);
+    let filled = new_note_dialog("Hello from droid", true);
+    assert_eq!(decide(&empty), ["Label", "OK"]);
+    assert_eq!(decide(&editor("Insert text here")), ["Insert text here"]);
+    assert_eq!(decide(&empty), ["Label", "Checklist"]);
+    assert_eq!(decide(&filled), ["OK"]);
+    assert_eq!(decide(&buttons("Checklist", &["Add item"])), ["Add item"]);
+    // Back on the form as it was left (filled, the option chosen; notes' dialog after its
+    // checklist), clicking the option again changes nothing and is no try as found: the
+    // option stays owed a try a bounded number of times, then is left alone.
+    let later: Vec<Vec<String>> = (0..10).map(|_| decide(&filled)).collect();
+    let clicks = |decisions: &[Vec<String>]| {
+        let chosen = |labels: &&Vec<String>| labels.iter().any(|l| l == "Checklist");
+        decisions.iter().filter(chosen).count()
+    };
+    assert!(clicks(&later[..6]) <= 3, "{later:?}");
+    assert_eq!(clicks(&later[6..]), 0, "{later:?}");
+}
+
 /// A settings page of rows, each a clickable layout holding a label and, for a row showing
 /// its value, a second text, else a colour swatch.
 fn settings_rows(rows: &[(&str, Option<&str>)]) -> Observation {
