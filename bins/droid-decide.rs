@@ -103,7 +103,7 @@ enum Command {
     /// List the provider's models usable in vision mode.
     Models {
         #[arg(long, value_enum)]
-        provider: DeciderArg,
+        provider: ProviderArg,
         /// Also list text-only models and models of unknown capability.
         #[arg(long)]
         all: bool,
@@ -121,6 +121,7 @@ enum DeciderArg {
 }
 
 impl DeciderArg {
+    /// The provider a model decider asks.
     fn provider(self) -> Option<ProviderKind> {
         match self {
             DeciderArg::Gemini => Some(ProviderKind::Gemini),
@@ -132,15 +133,32 @@ impl DeciderArg {
     }
 }
 
-/// The provider behind a decider, with the command line's settings.
+/// The deciders that are providers: what `models --provider` takes.
+#[derive(Clone, Copy, ValueEnum)]
+enum ProviderArg {
+    Gemini,
+    Openrouter,
+    Ollama,
+    Openai,
+}
+
+impl From<ProviderArg> for ProviderKind {
+    fn from(provider: ProviderArg) -> ProviderKind {
+        match provider {
+            ProviderArg::Gemini => ProviderKind::Gemini,
+            ProviderArg::Openrouter => ProviderKind::OpenRouter,
+            ProviderArg::Ollama => ProviderKind::Ollama,
+            ProviderArg::Openai => ProviderKind::OpenAi,
+        }
+    }
+}
+
+/// A provider with the command line's settings.
 fn provider_config(
     args: &Args,
-    decider: DeciderArg,
+    kind: ProviderKind,
     settings: &mut Settings,
 ) -> anyhow::Result<ProviderConfig> {
-    let Some(kind) = decider.provider() else {
-        anyhow::bail!("heuristic and random are not providers");
-    };
     let config = ProviderConfig::resolve(
         kind,
         args.model.as_deref(),
@@ -158,7 +176,8 @@ fn provider_config(
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut settings = Settings::for_binary(args.config_db.as_deref()).context("user_config.db")?;
     if let Some(Command::Models { provider, all }) = args.command {
-        let models = decide::list_models(provider_config(&args, provider, &mut settings)?)?;
+        let config = provider_config(&args, provider.into(), &mut settings)?;
+        let models = decide::list_models(config)?;
         let mut out = io::stdout().lock();
         // A reader that stops early (`| head`) is a normal end: common::finish says so.
         for line in decide::model_list_lines(&models, all) {
@@ -166,10 +185,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let decider = match args.decider {
-        DeciderArg::Heuristic => Decider::Heuristic,
-        DeciderArg::Random => Decider::Random,
-        other => Decider::Model(provider_config(&args, other, &mut settings)?),
+    let decider = match args.decider.provider() {
+        Some(kind) => Decider::Model(provider_config(&args, kind, &mut settings)?),
+        None if matches!(args.decider, DeciderArg::Random) => Decider::Random,
+        None => Decider::Heuristic,
     };
     let system_prompt = match &args.system_prompt {
         Some(path) => Some(

@@ -786,6 +786,18 @@ fn model_lists_show_only_vision_models() {
     assert!(listed.lines().all(|l| l.starts_with("gemini")), "{listed}");
     assert_eq!(server.requests()[0].header("x-goog-api-key"), Some(KEY));
     assert!(!server.requests()[0].url.contains(KEY));
+
+    // The deciders that ask no provider are a usage error, with the providers named.
+    let output = droid("droid-decide")
+        .args(["models", "--provider", "heuristic"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("gemini, openrouter, ollama, openai"),
+        "{stderr}"
+    );
 }
 
 #[test]

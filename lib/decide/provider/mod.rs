@@ -367,6 +367,21 @@ mod tests {
     }
 
     #[test]
+    fn the_command_line_limits_set_delays_and_keep_the_retry_counts() {
+        let config = ProviderConfig::new(ProviderKind::Gemini).with_limits(
+            Duration::from_secs(5),
+            Duration::from_millis(10),
+            Duration::from_millis(200),
+        );
+        assert_eq!(config.timeout, Duration::from_secs(5));
+        assert_eq!(config.retry.base_delay, Duration::from_millis(10));
+        assert_eq!(config.retry.max_delay, Duration::from_millis(200));
+        // The counts: 2 more tries after a timeout or a 5xx, 3 after a 429.
+        assert_eq!(config.retry.server_retries, 2);
+        assert_eq!(config.retry.rate_limit_retries, 3);
+    }
+
+    #[test]
     fn secrets_never_print() {
         let secret = Secret::new("sk-live-123");
         let config = ProviderConfig {
