@@ -5,6 +5,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use droid::decide::heuristic;
 use droid::events::{
     Action, ActionResult, ActionType, Decision, Event, Observation, Origin, ScreenHash,
 };
@@ -373,13 +374,8 @@ fn synthetic_run(steps: u64) -> Vec<String> {
             Event::Decision(Decision {
                 run_id: run.clone(),
                 step: Some(step),
-                ts: None,
                 decider: Some("heuristic".into()),
-                actions,
-                signup_completed: false,
-                done: false,
-                ai: None,
-                extra: Default::default(),
+                ..Decision::new(actions)
             })
             .to_line(),
         );
@@ -532,9 +528,9 @@ fn decide() {
 fn walk_synthetic_app(
     tab_bar: bool,
     steps: usize,
-    mut on_step: impl FnMut(&Observation, &droid::decide::heuristic::Choice, Duration),
+    mut on_step: impl FnMut(&Observation, &heuristic::Choice, Duration),
 ) -> usize {
-    use droid::decide::heuristic::Heuristic;
+    use heuristic::Heuristic;
     let screens: Vec<_> = (0..SYNTHETIC_SCREENS)
         .map(|i| synthetic_app_screen(i, tab_bar))
         .collect();
@@ -613,26 +609,12 @@ fn recorded_exploration(steps: usize) -> Vec<String> {
             ..observation.clone()
         };
         lines.push(Event::Observation(Box::new(observation)).to_line());
-        let mut decision = Decision {
+        let decision = Decision {
             run_id: run.clone(),
             step: Some(step),
-            ts: None,
             decider: Some("heuristic".into()),
-            actions: choice.actions.clone(),
-            signup_completed: false,
-            done: false,
-            ai: None,
-            extra: Default::default(),
+            ..choice.to_decision()
         };
-        if let Some(walk) = &choice.walk {
-            let walk = serde_json::to_value(walk).expect("walk as JSON");
-            decision.extra.insert("walk".into(), walk);
-        }
-        if let Some(package) = &choice.relaunch {
-            decision
-                .extra
-                .insert("relaunch".into(), package.clone().into());
-        }
         lines.push(Event::Decision(decision).to_line());
     });
     lines
@@ -652,6 +634,16 @@ fn decide_db() {
         let lines = recorded_exploration(steps);
         let db = dir.path().join(format!("crawler-{steps}.db"));
         ingest(&db, &(lines.join("\n") + "\n"));
+        // What is timed is the replay of this very run: every event reads back as written.
+        let history = from_store::history(&db, "bench").expect("history");
+        let written: Vec<Event> = lines
+            .iter()
+            .flat_map(|l| Event::from_line(l).ok()?)
+            .collect();
+        assert!(
+            history == written,
+            "crawler.db gives back the run as recorded"
+        );
         let next = Observation {
             run_id: Some("bench".into()),
             step: Some(steps as u64 + 1),

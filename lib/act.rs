@@ -839,13 +839,7 @@ mod tests {
         Decision {
             run_id: Some("r".into()),
             step: Some(3),
-            ts: None,
-            decider: None,
-            actions,
-            signup_completed: false,
-            done: false,
-            ai: None,
-            extra: Default::default(),
+            ..Decision::new(actions)
         }
     }
 

@@ -380,6 +380,23 @@ pub struct Decision {
     pub extra: Extra,
 }
 
+impl Decision {
+    /// A decision to take `actions`, with nothing else set.
+    pub fn new(actions: Vec<Action>) -> Decision {
+        Decision {
+            run_id: None,
+            step: None,
+            ts: None,
+            decider: None,
+            actions,
+            signup_completed: false,
+            done: false,
+            ai: None,
+            extra: Extra::new(),
+        }
+    }
+}
+
 /// Where the executed tap point came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -264,13 +264,7 @@ mod tests {
                 Event::Decision(Decision {
                     run_id: Some("r".into()),
                     step: Some(step),
-                    ts: None,
-                    decider: None,
-                    actions: vec![Action::new(ActionType::Back)],
-                    signup_completed: false,
-                    done: false,
-                    ai: None,
-                    extra: Default::default(),
+                    ..Decision::new(vec![Action::new(ActionType::Back)])
                 }),
                 Event::Result(ActionResult {
                     run_id: Some("r".into()),

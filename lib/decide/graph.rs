@@ -99,8 +99,9 @@ pub enum Step {
 pub struct Plan {
     pub first: Step,
     pub goal: ScreenId,
-    /// The goal's best untried action's [`Graph::promise`] times the goal's productivity,
-    /// divided by the steps to reach and take it: comparable with [`Graph::value_here`].
+    /// The [`Graph::promise`] of the goal's best untried action (but for those shown untried
+    /// where the plan starts) times the goal's productivity, divided by the steps to reach and
+    /// take it: comparable with [`Graph::value_here`].
     pub value: f64,
     /// The path's moves after the first, each with the screen it is taken on.
     pub then: Vec<(ScreenId, ActionKey)>,
@@ -507,13 +508,14 @@ impl Graph {
     /// an untried back to the screen a screen was first reached from, and, when `relaunch` is
     /// allowed, a relaunch to the launch screen.
     ///
-    /// A goal is judged by its best untried action that is not also `untried_here`: a widget
-    /// shown untried on this screen too (a toolbar's search) is tried here, not walked to.
+    /// A goal is judged by its best untried action not in `shown_untried`: a widget shown
+    /// untried on this screen too (a toolbar's search) is left for this screen, and the goal
+    /// judged by its other untried actions.
     pub fn plan(
         &self,
         from: ScreenId,
         relaunch: bool,
-        untried_here: &BTreeSet<ActionKey>,
+        shown_untried: &BTreeSet<ActionKey>,
     ) -> Option<Plan> {
         let mut first: Vec<Option<Step>> = vec![None; self.screens.len()];
         // The move each screen was reached by, from the screen before it on its path.
@@ -533,7 +535,7 @@ impl Graph {
             }
             let worth_a_look = best.as_ref().map_or(true, |b| bound > b.value);
             if at != from && !screen.outside && worth_a_look {
-                if let Some(promise) = self.best_untried(at, untried_here) {
+                if let Some(promise) = self.best_untried(at, shown_untried) {
                     let value = promise * bound;
                     let better = best.as_ref().map_or(true, |b| value > b.value);
                     if let (true, Some(step)) = (better, &first[at]) {

@@ -16,7 +16,7 @@
 //! [`Walk`]). When nothing untried is known: back, then relaunch. The same seed and the same observations give
 //! the same decisions.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -32,7 +32,7 @@ use super::widgets::{
     signature, Rank,
 };
 use super::Credentials;
-use crate::events::{Action, ActionType, Observation};
+use crate::events::{Action, ActionType, Decision, Observation};
 use crate::ui::UiElement;
 
 /// Consecutive decisions outside the app before a relaunch instead of another back.
@@ -62,6 +62,30 @@ pub struct Choice {
     /// The last actions walk on along a known path, past screens not observed (see
     /// [`Heuristic::learn_walk`]).
     pub walk: Option<Walk>,
+}
+
+/// The decision field holding a choice's [`Walk`].
+pub const WALK_FIELD: &str = "walk";
+
+/// The decision field naming the package a choice relaunches.
+pub const RELAUNCH_FIELD: &str = "relaunch";
+
+impl Choice {
+    /// The decision for this choice (run, step, time and decider left to the caller): its walk
+    /// and relaunch go in the fields [`WALK_FIELD`] and [`RELAUNCH_FIELD`], which the driver
+    /// acts on and a replay from crawler.db learns from.
+    pub fn to_decision(&self) -> Decision {
+        let mut decision = Decision::new(self.actions.clone());
+        if let Some(walk) = &self.walk {
+            let walk = serde_json::to_value(walk).expect("a walk is plain data");
+            decision.extra.insert(WALK_FIELD.into(), walk);
+        }
+        if let Some(package) = &self.relaunch {
+            let package = serde_json::Value::from(package.as_str());
+            decision.extra.insert(RELAUNCH_FIELD.into(), package);
+        }
+        decision
+    }
 }
 
 /// Moves along a known path taken blind in the same decision as its first move, and the
@@ -316,13 +340,10 @@ impl Heuristic {
         }
         let local = self.untried_here(observation, screen);
         let here = local.as_ref().map(|local| self.value_here(screen, local));
-        let untried_shown = controls(&observation.elements)
-            .map(|e| action_key(primary_action(e), &signature(e)))
-            .filter(|key| !self.graph.is_tried(screen, key))
-            .collect();
+        let shown_untried = self.shown_untried(observation, screen);
         let plan = self
             .graph
-            .plan(screen, self.package.is_some(), &untried_shown);
+            .plan(screen, self.package.is_some(), &shown_untried);
         if let Some(plan) = plan.filter(|plan| here.map_or(true, |here| plan.value > here)) {
             match plan.first.clone() {
                 Step::Relaunch => {
@@ -425,6 +446,16 @@ impl Heuristic {
             note: Some(format!("relaunch: {why}")),
             walk: None,
         }
+    }
+
+    /// The actions shown untried on this screen, which no goal elsewhere is judged by. Taken
+    /// after [`Heuristic::untried_here`], which marks tried the fields it will not fill: a
+    /// field left empty here must not stop a form elsewhere from being a goal.
+    fn shown_untried(&self, observation: &Observation, screen: ScreenId) -> BTreeSet<ActionKey> {
+        controls(&observation.elements)
+            .map(|e| action_key(primary_action(e), &signature(e)))
+            .filter(|key| !self.graph.is_tried(screen, key))
+            .collect()
     }
 
     /// The best untried actions on this screen. Empty editable fields are filled first (again

@@ -26,7 +26,7 @@ use crate::events::{
     now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
     ReadError,
 };
-use heuristic::{Choice, Heuristic, Walk};
+use heuristic::{Heuristic, Walk, RELAUNCH_FIELD, WALK_FIELD};
 use prompt::{Context, JournalEntry, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
@@ -254,7 +254,7 @@ impl Stage {
                     if let Some(observation) = observed.take() {
                         let walk = decision
                             .extra
-                            .get("walk")
+                            .get(WALK_FIELD)
                             .and_then(|w| serde_json::from_value::<Walk>(w.clone()).ok());
                         let walked = walk.as_ref().map_or(0, Walk::actions);
                         let taken = decision.actions.len().saturating_sub(walked);
@@ -269,7 +269,7 @@ impl Stage {
                         }
                         self.last = Some((decision.clone(), observation.clone()));
                     }
-                    if decision.extra.contains_key("relaunch") {
+                    if decision.extra.contains_key(RELAUNCH_FIELD) {
                         self.heuristic.learn_relaunch();
                     }
                 }
@@ -342,7 +342,7 @@ impl Stage {
             .as_mut()
             .map(|random| random.decide(observation));
         let mut decision = if let Some(action) = random {
-            self.decision(observation, vec![action])
+            self.stamped(observation, Decision::new(vec![action]))
         } else {
             self.heuristic.observe(observation);
             match self.model.is_some() {
@@ -362,27 +362,16 @@ impl Stage {
         observation: &Observation,
         events: &mut Vec<Event>,
     ) -> Decision {
-        let Choice {
-            actions,
-            relaunch,
-            note,
-            walk,
-        } = self.heuristic.next(observation);
-        let mut decision = self.decision(observation, actions);
-        if let Some(walk) = walk {
-            decision.extra.insert("walk".into(), json!(walk));
-        }
-        if let Some(package) = relaunch {
-            decision
-                .extra
-                .insert("relaunch".into(), Value::from(package.clone()));
+        let choice = self.heuristic.next(observation);
+        let decision = self.stamped(observation, choice.to_decision());
+        if let Some(package) = choice.relaunch {
             events.push(self.note(
                 observation,
                 "relaunch",
-                note,
+                choice.note,
                 Some(json!({"package": package})),
             ));
-        } else if let Some(message) = note {
+        } else if let Some(message) = choice.note {
             events.push(self.note(observation, "state", Some(message), None));
         }
         decision
@@ -441,7 +430,7 @@ impl Stage {
                 for action in &parsed.actions {
                     self.heuristic.learn_action(observation, action);
                 }
-                let mut decision = self.decision(observation, parsed.actions);
+                let mut decision = self.stamped(observation, Decision::new(parsed.actions));
                 decision.signup_completed = parsed.signup_completed;
                 decision.done = parsed.done;
                 decision.ai = Some(meta);
@@ -473,17 +462,13 @@ impl Stage {
         decision
     }
 
-    fn decision(&self, observation: &Observation, actions: Vec<crate::events::Action>) -> Decision {
+    /// `decision` for `observation`: its run, its step and the time now.
+    fn stamped(&self, observation: &Observation, decision: Decision) -> Decision {
         Decision {
             run_id: observation.run_id.clone().or_else(|| self.run_id.clone()),
             step: observation.step,
             ts: Some(now_ts()),
-            decider: None,
-            actions,
-            signup_completed: false,
-            done: false,
-            ai: None,
-            extra: Default::default(),
+            ..decision
         }
     }
 

@@ -1332,18 +1332,13 @@ mod tests {
             let phash = [0, 0xffff, 0xffff_0000, 0xffff_0000_0000][(step % 4) as usize];
             events.push(observation(step, "A", phash));
             let n = (step % 4) as u32;
+            let actions = (0..n)
+                .map(|_| crate::events::Action::new(crate::events::ActionType::Click))
+                .collect();
             events.push(Event::Decision(Decision {
                 run_id: Some("r".into()),
                 step: Some(step),
-                ts: None,
-                decider: None,
-                actions: (0..n)
-                    .map(|_| crate::events::Action::new(crate::events::ActionType::Click))
-                    .collect(),
-                signup_completed: false,
-                done: false,
-                ai: None,
-                extra: Default::default(),
+                ..Decision::new(actions)
             }));
             for index in 0..n {
                 events.push(Event::Result(ActionResult {

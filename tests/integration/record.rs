@@ -227,9 +227,6 @@ impl NotesCrawl {
                 step: run.map(|_| step),
                 ts: ts(1),
                 decider: Some("gemini".into()),
-                actions: actions.clone(),
-                signup_completed: false,
-                done: false,
                 ai: Some(AiMeta {
                     provider: "gemini".into(),
                     model: Some("gemini-2.5-flash".into()),
@@ -243,7 +240,7 @@ impl NotesCrawl {
                     response: Some("{\"actions\":[...]}".into()),
                     ..AiMeta::default()
                 }),
-                extra: Default::default(),
+                ..Decision::new(actions.clone())
             }));
             for (index, (action, element)) in actions.iter().zip(&chosen).enumerate() {
                 emit(Event::Result(ActionResult {

@@ -81,13 +81,7 @@ pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (us
         let decision = droid::events::Decision {
             run_id: Some("r1".into()),
             step: Some(step),
-            ts: None,
-            decider: None,
-            actions,
-            signup_completed: false,
-            done: false,
-            ai: None,
-            extra: Default::default(),
+            ..droid::events::Decision::new(actions)
         };
         droid::act::execute_decision(&act, &device, &decision, Some(&observation));
     }
