@@ -102,6 +102,7 @@ struct Args {
 enum Command {
     /// List the provider's models usable in vision mode.
     Models {
+        /// The provider to ask; its key and endpoint resolve as for `--decider`.
         #[arg(long, value_enum)]
         provider: ProviderArg,
         /// Also list text-only models and models of unknown capability.
