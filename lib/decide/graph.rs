@@ -337,22 +337,31 @@ impl Graph {
     }
 
     /// Records that `key` on `from` led to `to` (just observed). The first outcome of an action
-    /// counts towards the screen's productivity; the latest one says whether it stalled (see
+    /// counts towards the screen's productivity, but for typing that showed a sibling of the
+    /// screen (notes' editor with text: its state, not a new place); the latest one says
+    /// whether it stalled (see
     /// [`Screen::stalled`]); a screen seen for the first time remembers where it was reached
     /// from.
     pub fn record_edge(&mut self, from: ScreenId, key: &str, to: ScreenId) {
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return;
         };
+        // Typing that shows the screen in another state (a sibling: the same widgets, an undo
+        // button more) says how its field behaves, not what its widgets may show: no outcome.
+        let typed_state = key.starts_with(&action_key(crate::events::ActionType::Input, ""))
+            && first_seen
+            && to != from
+            && self.siblings(from, to);
         let Some(screen) = self.screens.get_mut(from) else {
             return;
         };
         screen.tried.insert(key.to_string());
         let targets = screen.edges.entry(key.to_string()).or_default();
         if targets.is_empty() {
-            let discovered = u32::from(first_seen && to != from);
-            screen.outcomes += 1;
-            screen.discoveries += discovered;
+            if !typed_state {
+                screen.outcomes += 1;
+                screen.discoveries += u32::from(first_seen && to != from);
+            }
             if key != BACK && key != SCROLL && to != from {
                 self.led_away_on
                     .entry(key.to_string())
@@ -959,6 +968,22 @@ mod tests {
             graph.promise(create, &click("Cancel"), Rank::Text),
             Rank::Text.promise()
         );
+    }
+
+    #[test]
+    fn typing_that_shows_the_screen_in_another_state_is_no_outcome() {
+        let mut graph = Graph::new();
+        let toolbar = ["Search", "New", "Open", "Menu"];
+        let editor = graph.observe(&screen("Editor", "0", &toolbar));
+        let typed = graph.observe(&screen("Editor", "0", &[&toolbar[..], &["Undo"]].concat()));
+        let field = action_key(ActionType::Input, "id/text");
+        graph.record_edge(editor, &field, typed);
+        assert_eq!(graph.value_here(editor, 1.0), UNSEEN_PRODUCTIVITY);
+        // Typing into a search bar that shows a list of results is a discovery as any other.
+        let bar = graph.observe(&screen("Search", "0", &["Clear"]));
+        let results = graph.observe(&screen("Results", "0", &["First", "Second"]));
+        graph.record_edge(bar, &field, results);
+        assert!(graph.value_here(bar, 1.0) > UNSEEN_PRODUCTIVITY);
     }
 
     #[test]
