@@ -121,19 +121,6 @@ enum DeciderArg {
     Openai,
 }
 
-impl DeciderArg {
-    /// The provider a model decider asks.
-    fn provider(self) -> Option<ProviderKind> {
-        match self {
-            DeciderArg::Gemini => Some(ProviderKind::Gemini),
-            DeciderArg::Openrouter => Some(ProviderKind::OpenRouter),
-            DeciderArg::Ollama => Some(ProviderKind::Ollama),
-            DeciderArg::Openai => Some(ProviderKind::OpenAi),
-            DeciderArg::Heuristic | DeciderArg::Random => None,
-        }
-    }
-}
-
 /// The deciders that are providers: what `models --provider` takes.
 #[derive(Clone, Copy, ValueEnum)]
 enum ProviderArg {
@@ -186,10 +173,16 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let decider = match args.decider.provider() {
-        Some(kind) => Decider::Model(provider_config(&args, kind, &mut settings)?),
-        None if matches!(args.decider, DeciderArg::Random) => Decider::Random,
-        None => Decider::Heuristic,
+    let mut model = |provider: ProviderArg| {
+        provider_config(&args, provider.into(), &mut settings).map(Decider::Model)
+    };
+    let decider = match args.decider {
+        DeciderArg::Heuristic => Decider::Heuristic,
+        DeciderArg::Random => Decider::Random,
+        DeciderArg::Gemini => model(ProviderArg::Gemini)?,
+        DeciderArg::Openrouter => model(ProviderArg::Openrouter)?,
+        DeciderArg::Ollama => model(ProviderArg::Ollama)?,
+        DeciderArg::Openai => model(ProviderArg::Openai)?,
     };
     let system_prompt = match &args.system_prompt {
         Some(path) => Some(

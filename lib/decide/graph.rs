@@ -27,6 +27,12 @@ pub const BACK: &str = "back";
 /// The key of scrolling a whole screen down, offered on lists without a scrollable container.
 pub const SCROLL: &str = "scroll_down";
 
+/// Whether `key` types into a field.
+fn is_input(key: &str) -> bool {
+    key.split_once(':')
+        .is_some_and(|(kind, _)| kind == crate::events::ActionType::Input.as_str())
+}
+
 /// The key of `action` on an element with `signature`.
 pub fn action_key(action: crate::events::ActionType, signature: &str) -> ActionKey {
     format!("{action}:{signature}")
@@ -149,6 +155,10 @@ struct SiblingEvidence {
 /// bar) or to one screen from two siblings or more. (One that did nothing on a sibling may just
 /// have been disabled there.)
 const SIBLING_TRIED: f64 = 0.125;
+
+/// Widgets a screen may gain when typed into and still be the same screen in another state
+/// (see [`Graph::is_state_of`]).
+const STATE_EXTRA: usize = 2;
 
 /// Led elsewhere from one sibling only: an overflow menu often lists other items on another
 /// page of the same activity (notes' checklist menu against its text note menu).
@@ -337,21 +347,22 @@ impl Graph {
     }
 
     /// Records that `key` on `from` led to `to` (just observed). The first outcome of an action
-    /// counts towards the screen's productivity, but for typing that showed a sibling of the
-    /// screen (notes' editor with text: its state, not a new place); the latest one says
-    /// whether it stalled (see
+    /// counts towards the screen's productivity, but for typing that showed the screen in
+    /// another state (see [`Graph::is_state_of`]); the latest one says whether it stalled (see
     /// [`Screen::stalled`]); a screen seen for the first time remembers where it was reached
     /// from.
     pub fn record_edge(&mut self, from: ScreenId, key: &str, to: ScreenId) {
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return;
         };
-        // Typing that shows the screen in another state (a sibling: the same widgets, an undo
-        // button more) says how its field behaves, not what its widgets may show: no outcome.
-        let typed_state = key.starts_with(&action_key(crate::events::ActionType::Input, ""))
-            && first_seen
-            && to != from
-            && self.siblings(from, to);
+        let first_outcome = self
+            .screens
+            .get(from)
+            .is_some_and(|s| !s.edges.contains_key(key));
+        // Typing that shows the screen in another state says how its field behaves, not what
+        // the screen's widgets may show.
+        let typed_state =
+            first_outcome && is_input(key) && to != from && self.is_state_of(to, from);
         let Some(screen) = self.screens.get_mut(from) else {
             return;
         };
@@ -402,10 +413,7 @@ impl Graph {
     /// name and button) is what the app asked for, and its submit hands control back.
     fn guest_scale(&self, screen: ScreenId, key: &str, rank: Rank) -> f64 {
         let guest = self.screens.get(screen).is_some_and(|s| s.guest);
-        let form = || {
-            rank == Rank::SubmitButton
-                || key.starts_with(&action_key(crate::events::ActionType::Input, ""))
-        };
+        let form = || rank == Rank::SubmitButton || is_input(key);
         match guest && !form() {
             true => GUEST,
             false => 1.0,
@@ -438,6 +446,21 @@ impl Graph {
             SiblingEvidence { varies: false, .. } => SIBLING_TRIED,
             _ => SIBLING_VARIES,
         }
+    }
+
+    /// `state` is `screen` in another state: every action of `screen` and at most
+    /// [`STATE_EXTRA`] more (notes' editor once text is typed: the same toolbar, an undo
+    /// button more).
+    fn is_state_of(&self, state: ScreenId, screen: ScreenId) -> bool {
+        let (Some(state), Some(screen)) = (self.screens.get(state), self.screens.get(screen))
+        else {
+            return false;
+        };
+        state.actions.len() <= screen.actions.len() + STATE_EXTRA
+            && screen
+                .actions
+                .keys()
+                .all(|key| state.actions.contains_key(key))
     }
 
     /// Two screens sharing at least half of the smaller one's actions, and at least
@@ -972,18 +995,37 @@ mod tests {
 
     #[test]
     fn typing_that_shows_the_screen_in_another_state_is_no_outcome() {
+        // A screen of buttons and one text field, and the key of typing into the field.
+        let with_field = |activity: &str, buttons: &[&str]| {
+            let mut observation = screen(activity, "0", buttons);
+            observation.elements.push(UiElement {
+                element_id: buttons.len() as u32,
+                class_name: "android.widget.EditText".into(),
+                resource_id: "id/text".into(),
+                editable: true,
+                ..observation.elements[0].clone()
+            });
+            let field = observation.elements.last().unwrap();
+            let key = action_key(ActionType::Input, &signature(field));
+            (observation, key)
+        };
         let mut graph = Graph::new();
         let toolbar = ["Search", "New", "Open", "Menu"];
-        let editor = graph.observe(&screen("Editor", "0", &toolbar));
-        let typed = graph.observe(&screen("Editor", "0", &[&toolbar[..], &["Undo"]].concat()));
-        let field = action_key(ActionType::Input, "id/text");
-        graph.record_edge(editor, &field, typed);
+        let (empty, typing) = with_field("Editor", &toolbar);
+        let editor = graph.observe(&empty);
+        assert!(graph.offers(editor, &typing));
+        let typed = graph.observe(&with_field("Editor", &[&toolbar[..], &["Undo"]].concat()).0);
+        graph.record_edge(editor, &typing, typed);
         assert_eq!(graph.value_here(editor, 1.0), UNSEEN_PRODUCTIVITY);
-        // Typing into a search bar that shows a list of results is a discovery as any other.
-        let bar = graph.observe(&screen("Search", "0", &["Clear"]));
-        let results = graph.observe(&screen("Results", "0", &["First", "Second"]));
-        graph.record_edge(bar, &field, results);
-        assert!(graph.value_here(bar, 1.0) > UNSEEN_PRODUCTIVITY);
+        // Typing into a search bar that shows results under the same toolbar is a discovery
+        // as any other: the rows are more than another state's extra widgets.
+        let bar = ["Back", "Clear", "Menu", "Voice"];
+        let (search, typing) = with_field("Search", &bar);
+        let search = graph.observe(&search);
+        let rows = [&bar[..], &["One", "Two", "Three", "Four"]].concat();
+        let results = graph.observe(&with_field("Search", &rows).0);
+        graph.record_edge(search, &typing, results);
+        assert!(graph.value_here(search, 1.0) > UNSEEN_PRODUCTIVITY);
     }
 
     #[test]

@@ -41,6 +41,11 @@ const BACKS_BEFORE_RELAUNCH: u32 = 1;
 /// Times a field is filled on one screen (forms are emptied when left and entered again).
 const MAX_FILLS: u32 = 3;
 
+/// Times an action is made worth trying again on one screen: a form's submit after a change to
+/// the form, an option owed a try on the form as found (which a click on the form filled, or
+/// a walk's blind tap, uses up: once spent, the as-found try is no longer sought).
+const MAX_RETRIES: u32 = 3;
+
 /// The promise of typing again into fields filled before when nothing else on their screen is
 /// untried (an editor or a search box whose screen merged with one that held other text): less
 /// than any untried widget's.
@@ -72,8 +77,8 @@ pub const RELAUNCH_FIELD: &str = "relaunch";
 
 impl Choice {
     /// The decision for this choice (run, step, time and decider left to the caller): its walk
-    /// and relaunch go in the fields [`WALK_FIELD`] and [`RELAUNCH_FIELD`], which the driver
-    /// acts on and a replay from crawler.db learns from.
+    /// and relaunch go in the fields [`WALK_FIELD`] and [`RELAUNCH_FIELD`], which a driver may
+    /// act on and a replay from crawler.db learns from.
     pub fn to_decision(&self) -> Decision {
         let mut decision = Decision::new(self.actions.clone());
         if let Some(walk) = &self.walk {
@@ -213,12 +218,14 @@ impl Heuristic {
                         self.graph.mark_untried(from, &key);
                     }
                 }
-                None => self.graph.record_edge(from, &key, screen),
-            }
-            // Until then, the form stays worth coming back to (a bounded number of times: a
-            // chosen radio button clicked again on the form filled changes nothing).
-            if self.owes_as_found(from, &key) {
-                self.retry(from, key);
+                None => {
+                    self.graph.record_edge(from, &key, screen);
+                    // Until then, the form stays worth coming back to, a bounded number of
+                    // times (see [`MAX_RETRIES`]).
+                    if self.owes_as_found(from, &key) {
+                        self.retry(from, key);
+                    }
+                }
             }
         }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
@@ -411,10 +418,10 @@ impl Heuristic {
         }
     }
 
-    /// Makes an action worth trying again, up to [`MAX_FILLS`] times.
+    /// Makes an action worth trying again, up to [`MAX_RETRIES`] times.
     fn retry(&mut self, screen: ScreenId, key: ActionKey) {
         let times = self.retries.entry((screen, key.clone())).or_default();
-        if *times < MAX_FILLS {
+        if *times < MAX_RETRIES {
             *times += 1;
             self.graph.mark_untried(screen, &key);
         }
@@ -493,13 +500,15 @@ impl Heuristic {
         if !renewed.is_empty() {
             self.retry_submits(screen, submits());
         }
+        // An option owed a try as found and already chosen on this form does nothing when
+        // clicked: it waits for the form as found.
+        let waits = |e: &UiElement, key: &str| e.checked && self.owes_as_found(screen, key);
         let widgets: Vec<&UiElement> = actionable
             .iter()
             .filter(|e| !e.editable)
             .filter(|e| {
-                !self
-                    .graph
-                    .is_tried(screen, &action_key(primary_action(e), &signature(e)))
+                let key = action_key(primary_action(e), &signature(e));
+                !self.graph.is_tried(screen, &key) && !waits(e, &key)
             })
             .copied()
             .collect();

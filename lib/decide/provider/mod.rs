@@ -145,7 +145,8 @@ impl ProviderConfig {
     }
 
     /// This configuration with the command line's limits: the per-request timeout, and the first
-    /// and longest retry delay (the retry counts stay the 2 for 5xx, 3 for 429).
+    /// and longest retry delay (the retry counts stay as they are: by default the 2 for
+    /// 5xx, 3 for 429).
     pub fn with_limits(
         mut self,
         timeout: Duration,
@@ -156,7 +157,7 @@ impl ProviderConfig {
         self.retry = RetryPolicy {
             base_delay: retry_base,
             max_delay: retry_max,
-            ..RetryPolicy::default()
+            ..self.retry
         };
         self
     }
@@ -368,7 +369,18 @@ mod tests {
 
     #[test]
     fn the_command_line_limits_set_delays_and_keep_the_retry_counts() {
-        let config = ProviderConfig::new(ProviderKind::Gemini).with_limits(
+        let config = ProviderConfig::new(ProviderKind::Gemini);
+        assert_eq!(config.retry.server_retries, 2);
+        let custom = ProviderConfig {
+            retry: RetryPolicy {
+                server_retries: 5,
+                ..RetryPolicy::default()
+            },
+            ..config.clone()
+        };
+        let limited = custom.with_limits(Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        assert_eq!(limited.retry.server_retries, 5);
+        let config = config.with_limits(
             Duration::from_secs(5),
             Duration::from_millis(10),
             Duration::from_millis(200),
