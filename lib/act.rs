@@ -177,18 +177,9 @@ pub fn execute_decision(
     let mut results = Vec::new();
     let mut aborted = false;
     for (index, action) in decision.actions.iter().enumerate() {
-        let mut result = ActionResult {
-            run_id: decision.run_id.clone(),
-            step: decision.step,
-            ts: Some(now_ts()),
-            index: index as u32,
-            action_type: action.action.as_str().to_string(),
-            ..ActionResult::default()
-        };
+        let mut result = result_for(decision, index, action.action.as_str());
         if aborted {
-            result.error_kind = Some("skipped".into());
-            result.error_message = Some("an earlier action of the batch failed".into());
-            results.push(result);
+            results.push(skipped(result));
             continue;
         }
         if index > 0 {
@@ -201,25 +192,96 @@ pub fn execute_decision(
         }
         let done = target.and_then(|target| perform(config, device, action, target.as_ref()));
         result.duration_ms = started.elapsed().as_millis() as u64;
-        match done {
-            Ok(()) => result.success = true,
-            Err(failure) => {
-                aborted = !failure.continue_batch;
-                result.error_kind = Some(failure.kind.into());
-                result.error_message = Some(failure.message);
+        aborted = !settle(device, &mut result, &mut activity, done);
+        results.push(result);
+    }
+    if let Some(package) = &decision.relaunch {
+        let mut result = result_for(decision, decision.actions.len(), "relaunch");
+        results.push(match aborted {
+            true => skipped(result),
+            false => {
+                relaunch(device, &mut result, &mut activity, package, observation);
+                result
             }
-        }
-        if result.success {
+        });
+    }
+    results
+}
+
+/// The result of a decision's action at `index`, not run yet.
+fn result_for(decision: &Decision, index: usize, action_type: &str) -> ActionResult {
+    ActionResult {
+        run_id: decision.run_id.clone(),
+        step: decision.step,
+        ts: Some(now_ts()),
+        index: index as u32,
+        action_type: action_type.to_string(),
+        ..ActionResult::default()
+    }
+}
+
+fn skipped(mut result: ActionResult) -> ActionResult {
+    result.error_kind = Some("skipped".into());
+    result.error_message = Some("an earlier action of the batch failed".into());
+    result
+}
+
+/// Completes a result with what was `done` and, after a success, the foreground app. Returns
+/// whether the batch goes on.
+fn settle(
+    device: &dyn Device,
+    result: &mut ActionResult,
+    activity: &mut Option<String>,
+    done: Result<(), Failure>,
+) -> bool {
+    match done {
+        Ok(()) => {
+            result.success = true;
             if let Ok(now) = device.foreground() {
                 result.navigated_away = activity.as_deref() != Some(now.activity.as_str());
-                activity = Some(now.activity.clone());
+                *activity = Some(now.activity.clone());
                 result.package_after = Some(now.package);
                 result.activity_after = Some(now.activity);
             }
+            true
         }
-        results.push(result);
+        Err(failure) => {
+            result.error_kind = Some(failure.kind.into());
+            result.error_message = Some(failure.message);
+            failure.continue_batch
+        }
     }
-    results
+}
+
+/// Restarts the app a decision names in `relaunch` (empty: the package of the observation it
+/// was decided on): force-stop, so the app starts from its first state, then launch.
+fn relaunch(
+    device: &dyn Device,
+    result: &mut ActionResult,
+    activity: &mut Option<String>,
+    named: &str,
+    observation: Option<&Observation>,
+) {
+    let started = Instant::now();
+    let package = Some(named)
+        .filter(|p| !p.is_empty())
+        .or_else(|| observation.and_then(|o| o.package.as_deref()));
+    let done = match package {
+        Some(package) => {
+            result.target = Some(package.to_string());
+            device
+                .force_stop(package)
+                .and_then(|()| device.launch(package))
+                .map_err(Failure::from)
+        }
+        None => Err(Failure {
+            kind: "invalid_action",
+            message: "relaunch names no package and the observation shows none".into(),
+            continue_batch: false,
+        }),
+    };
+    result.duration_ms = started.elapsed().as_millis() as u64;
+    settle(device, result, activity, done);
 }
 
 /// Results for a decision when no device could be opened: every action failed.
@@ -929,6 +991,66 @@ mod tests {
         let results = execute_decision(&quick(), &device, &batch, Some(&obs));
         assert_eq!(kinds(&results), [Some("invalid_action")]);
         assert!(device.calls.lock().unwrap().is_empty(), "nothing typed");
+    }
+
+    #[test]
+    fn a_relaunch_restarts_the_named_app_or_the_one_decided_on_after_the_actions() {
+        let device = Recorder::new("", vec!["Launcher", "Main"]);
+        let obs = Observation {
+            package: Some("shown.app".into()),
+            activity: Some("Settings".into()),
+            ..observation(vec![])
+        };
+        let relaunch = |package: &str| Decision {
+            relaunch: Some(package.into()),
+            ..decision(vec![Action::new(ActionType::Home)])
+        };
+        let results = execute_decision(&quick(), &device, &relaunch("named.app"), Some(&obs));
+        assert_eq!(
+            *device.calls.lock().unwrap(),
+            ["key home", "stop named.app", "launch named.app"]
+        );
+        assert_eq!(results.len(), 2);
+        assert_eq!(
+            (results[1].index, results[1].action_type.as_str()),
+            (1, "relaunch")
+        );
+        assert!(results[1].success);
+        assert_eq!(results[1].target.as_deref(), Some("named.app"));
+        assert_eq!(results[1].activity_after.as_deref(), Some("Main"));
+        assert!(results[1].navigated_away);
+
+        let device = Recorder::new("", vec!["Main"]);
+        execute_decision(&quick(), &device, &relaunch(""), Some(&obs));
+        assert_eq!(
+            *device.calls.lock().unwrap(),
+            ["key home", "stop shown.app", "launch shown.app"]
+        );
+        let device = Recorder::new("", vec!["Main"]);
+        let results = execute_decision(&quick(), &device, &relaunch(""), None);
+        assert_eq!(kinds(&results), [None, Some("invalid_action")]);
+        assert_eq!(*device.calls.lock().unwrap(), ["key home"]);
+    }
+
+    #[test]
+    fn a_relaunch_after_a_failed_batch_is_skipped_and_a_failed_one_reported() {
+        let relaunch = Decision {
+            relaunch: Some("p".into()),
+            ..decision(vec![Action::new(ActionType::Home)])
+        };
+        let device = Recorder::new("key", vec!["A"]);
+        let results = execute_decision(&quick(), &device, &relaunch, None);
+        assert_eq!(kinds(&results), [Some("device"), Some("skipped")]);
+        assert_eq!(*device.calls.lock().unwrap(), ["key home"]);
+
+        let device = Recorder::new("launch", vec!["A"]);
+        let results = execute_decision(&quick(), &device, &relaunch, None);
+        assert_eq!(kinds(&results), [None, Some("device")]);
+        assert!(results[1]
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("launch p"));
     }
 
     #[test]

@@ -376,6 +376,10 @@ pub struct Decision {
     pub done: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ai: Option<AiMeta>,
+    /// After the actions, restart this package (force-stop, then launch): the heuristic's way
+    /// back to the app's first state. Empty: the package of the observation decided on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relaunch: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -392,6 +396,7 @@ impl Decision {
             signup_completed: false,
             done: false,
             ai: None,
+            relaunch: None,
             extra: Extra::new(),
         }
     }

@@ -72,23 +72,17 @@ pub struct Choice {
 /// The decision field holding a choice's [`Walk`].
 pub const WALK_FIELD: &str = "walk";
 
-/// The decision field naming the package a choice relaunches.
-pub const RELAUNCH_FIELD: &str = "relaunch";
-
 impl Choice {
     /// The decision for this choice (run, step, time and decider left to the caller): its walk
-    /// and relaunch go in the fields [`WALK_FIELD`] and [`RELAUNCH_FIELD`], which a driver may
-    /// act on and a replay from crawler.db learns from.
+    /// goes in the field [`WALK_FIELD`], which a replay from crawler.db learns from, and its
+    /// relaunch in the decision's `relaunch`, which droid-act carries out.
     pub fn to_decision(&self) -> Decision {
         let mut decision = Decision::new(self.actions.clone());
         if let Some(walk) = &self.walk {
             let walk = serde_json::to_value(walk).expect("a walk is plain data");
             decision.extra.insert(WALK_FIELD.into(), walk);
         }
-        if let Some(package) = &self.relaunch {
-            let package = serde_json::Value::from(package.as_str());
-            decision.extra.insert(RELAUNCH_FIELD.into(), package);
-        }
+        decision.relaunch = self.relaunch.clone();
         decision
     }
 }

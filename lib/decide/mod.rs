@@ -26,7 +26,7 @@ use crate::events::{
     now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
     ReadError,
 };
-use heuristic::{Heuristic, Walk, RELAUNCH_FIELD, WALK_FIELD};
+use heuristic::{Heuristic, Walk, WALK_FIELD};
 use prompt::{Context, JournalEntry, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
@@ -269,7 +269,7 @@ impl Stage {
                         }
                         self.last = Some((decision.clone(), observation.clone()));
                     }
-                    if decision.extra.contains_key(RELAUNCH_FIELD) {
+                    if decision.relaunch.is_some() {
                         self.heuristic.learn_relaunch();
                     }
                 }

@@ -5,7 +5,7 @@ use std::process::Output;
 use serde_json::{json, Value};
 
 use super::common::{droid, feed};
-use super::device::{text_at, SimProc, NOTE_BODY};
+use super::device::{text_at, SimProc, NOTES_PACKAGE, NOTE_BODY};
 
 fn run_act(sim: &SimProc, args: &[&str], stdin: &str) -> Output {
     feed(
@@ -259,6 +259,42 @@ fn verbs_drive_the_device() {
     );
     let out = run_act(&sim, &["key", "back; reboot"], "");
     assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_relaunch_decided_by_droid_decide_restarts_the_app_through_droid_act() {
+    // Into the new-note dialog, then out to the launcher: the heuristic backs out once, then
+    // relaunches, and the app starts again from its first screen, not from the dialog.
+    let sim = SimProc::notes(&[]);
+    for verb in [&["tap", "903", "259"][..], &["home"]] {
+        assert!(run_act(&sim, verb, "").status.success());
+    }
+    assert_eq!(sim.screens().last().map(String::as_str), Some("@launcher"));
+    let launcher = observation_line(&sim);
+    let decided = feed(
+        droid("droid-decide").args(["--package", NOTES_PACKAGE]),
+        &format!("{launcher}\n{launcher}\n"),
+    );
+    assert!(decided.status.success());
+    let decided = String::from_utf8(decided.stdout).unwrap();
+    let decisions: Vec<Value> = decided
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "decision")
+        .collect();
+    assert_eq!(decisions[0]["actions"][0]["action"], "back");
+    assert_eq!(decisions[1]["relaunch"], NOTES_PACKAGE, "{decided}");
+    let out = run_act(&sim, &[], &decided);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let relaunched = results(&out.stdout).pop().unwrap();
+    assert_eq!(relaunched["action_type"], "relaunch");
+    assert_eq!(relaunched["success"], true);
+    assert_eq!(relaunched["package_after"], NOTES_PACKAGE);
+    assert_eq!(sim.screens().last().map(String::as_str), Some("s001"));
 }
 
 #[test]

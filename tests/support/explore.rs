@@ -67,21 +67,15 @@ pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (us
         )
         .unwrap();
         let observation = hashed(observation);
-        let (actions, relaunch) = if random {
-            (vec![monkey.decide(&observation)], None)
-        } else {
-            let choice = heuristic.decide(&observation);
-            (choice.actions, choice.relaunch)
+        // A relaunch is droid-act's to carry out, as in a pipeline of the binaries.
+        let decision = match random {
+            true => droid::events::Decision::new(vec![monkey.decide(&observation)]),
+            false => heuristic.decide(&observation).to_decision(),
         };
-        if relaunch.is_some() {
-            device.force_stop(&package).unwrap();
-            device.launch(&package).unwrap();
-            continue;
-        }
         let decision = droid::events::Decision {
             run_id: Some("r1".into()),
             step: Some(step),
-            ..droid::events::Decision::new(actions)
+            ..decision
         };
         droid::act::execute_decision(&act, &device, &decision, Some(&observation));
     }
