@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{droid, fixtures};
+use crate::common::{droid, feed, fixtures};
 
 const KEY: &str = "sk-test-7f3a9c-DO-NOT-LEAK";
 
@@ -893,4 +893,71 @@ fn keys_resolve_flag_then_user_config_then_environment() {
     assert_eq!(flagged, KEY);
     // Without user_config.db the environment answers.
     assert_eq!(key_sent(&|_| {}), FROM_ENV);
+}
+
+/// droid-decide (gemini, key from the environment) on one observation against `server`.
+fn decide_with_env_key(server: &Server, key: &str, dir: &std::path::Path) -> Output {
+    feed(
+        droid("droid-decide")
+            .args(["--decider", "gemini", "--base-url", &server.base])
+            .env("GEMINI_API_KEY", key),
+        &observation(dir),
+    )
+}
+
+#[test]
+fn a_key_read_with_a_line_break_is_trimmed_and_an_unusable_one_stops_unquoted() {
+    let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
+    body["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
+    let server = Server::start(move |_, _| reply(200, &body));
+    let dir = tempfile::tempdir().unwrap();
+    // `GEMINI_API_KEY=$(cat key.txt)` of a file saved with Windows line endings.
+    let output = decide_with_env_key(&server, &format!("{KEY}\r\n"), dir.path());
+    assert!(output.status.success(), "{output:?}");
+    read_events(&output, &server);
+    assert_eq!(server.requests()[0].header("x-goog-api-key"), Some(KEY));
+
+    const SPACED: &str = "sk-pasted with-a-space-4411";
+    let output = decide_with_env_key(&server, SPACED, dir.path());
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot go in an HTTP header"), "{stderr}");
+    assert!(!stderr.contains("with-a-space"), "{stderr}");
+    assert_eq!(server.requests().len(), 1, "nothing sent with the bad key");
+}
+
+#[test]
+fn a_key_the_server_echoes_is_scrubbed_before_it_reaches_a_note_or_crawler_db() {
+    let echo = json!({"error": {"code": 400, "message": format!("Invalid request for key {KEY}")}});
+    let server = Server::start(move |_, _| reply(400, &echo));
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide("openrouter", &server.base, &[observation(dir.path())], &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let events = read_events(&output, &server);
+    let ai = fallback_ai(&events);
+    assert!(
+        ai["error"].as_str().unwrap().contains("key <redacted>"),
+        "{ai}"
+    );
+    let db = dir.path().join("crawler.db");
+    let recorded = feed(
+        droid("droid-record").arg("--db").arg(&db),
+        &String::from_utf8_lossy(&output.stdout),
+    );
+    assert!(recorded.status.success(), "{recorded:?}");
+    let stored: Vec<u8> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().contains("crawler.db"))
+        .flat_map(|path| std::fs::read(path).unwrap())
+        .collect();
+    assert!(!stored.is_empty());
+    assert!(
+        !stored.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+        "the key is in crawler.db"
+    );
+    assert!(
+        stored.windows(10).any(|w| w == b"<redacted>"),
+        "the error was recorded"
+    );
 }

@@ -5,7 +5,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::{error_message, ProviderConfig, ProviderError, ProviderKind};
+use crate::config::Secret;
 use crate::events::{AiAttempt, AiMeta};
+
+/// Shorter keys are not scrubbed from answers: every "a" in a message is not a secret.
+const MIN_SCRUBBED_KEY: usize = 6;
 
 /// How often and how long to retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +71,8 @@ pub struct Client {
     agent: ureq::Agent,
     retry: RetryPolicy,
     provider: ProviderKind,
+    /// Scrubbed from everything the server says (an echo of the key in an error message).
+    key: Option<Secret>,
 }
 
 impl Client {
@@ -75,6 +81,7 @@ impl Client {
             agent: ureq::AgentBuilder::new().timeout(config.timeout).build(),
             retry: config.retry,
             provider: config.kind,
+            key: config.api_key.clone(),
         }
     }
 
@@ -157,6 +164,17 @@ impl Client {
         }
     }
 
+    /// `text` without the key: everything that reaches an error, a note or the database from
+    /// the server passes here. Keys too short to tell from ordinary text are left alone.
+    fn scrub(&self, text: String) -> String {
+        match &self.key {
+            Some(key) if key.expose().len() >= MIN_SCRUBBED_KEY && text.contains(key.expose()) => {
+                text.replace(key.expose(), "<redacted>")
+            }
+            _ => text,
+        }
+    }
+
     /// Exponential from the base delay, or the server's hint, never above the cap.
     fn backoff(&self, retry: u32, hint: Option<Duration>) -> Duration {
         let exponential = self
@@ -183,7 +201,7 @@ impl Client {
         let response = match response {
             Ok(response) => response,
             Err(ureq::Error::Status(_, response)) => response,
-            Err(ureq::Error::Transport(transport)) => return Err(transport.to_string()),
+            Err(ureq::Error::Transport(transport)) => return Err(self.scrub(transport.to_string())),
         };
         let status = response.status();
         let retry_after = response
@@ -193,7 +211,10 @@ impl Client {
         let rate_limit_reset = response
             .header("x-ratelimit-reset")
             .and_then(until_epoch_millis);
-        let text = response.into_string().map_err(|e| e.to_string())?;
+        let text = response
+            .into_string()
+            .map_err(|e| self.scrub(e.to_string()))?;
+        let text = self.scrub(text);
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
         Ok(Answer {
             status,

@@ -140,7 +140,11 @@ impl ProviderConfig {
             Some(setting) => settings.plain(setting, base_url)?,
             None => base_url.map(str::to_string),
         };
-        config.api_key = settings.secret(kind.key_setting(), api_key)?;
+        // A key read from a file often ends in a line break; it is never part of the key.
+        config.api_key = settings
+            .secret(kind.key_setting(), api_key)?
+            .map(|key| Secret::new(key.expose().trim()))
+            .filter(|key| !key.expose().is_empty());
         Ok(config)
     }
 
@@ -236,6 +240,14 @@ pub fn connect(config: ProviderConfig) -> Result<Box<dyn ModelAdapter>, Provider
             provider: config.kind,
         });
     }
+    // The HTTP client would refuse such a header with an error that quotes it.
+    if let Some(key) = &config.api_key {
+        if !key.expose().bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(ProviderError::UnusableKey {
+                provider: config.kind,
+            });
+        }
+    }
     let client = http::Client::new(&config);
     Ok(match config.kind {
         ProviderKind::Gemini => Box::new(gemini::Gemini::new(config, client)),
@@ -254,6 +266,11 @@ pub enum ProviderError {
         "{provider}: no API key (set it with --api-key or the provider's environment variable)"
     )]
     MissingKey { provider: ProviderKind },
+    #[error(
+        "{provider}: the API key holds spaces, control characters or non-ASCII letters, which \
+         cannot go in an HTTP header; check how it was set"
+    )]
+    UnusableKey { provider: ProviderKind },
     #[error("{provider}: the API key was rejected (HTTP {status}): {message}")]
     InvalidKey {
         provider: ProviderKind,
@@ -300,6 +317,7 @@ impl ProviderError {
     pub fn is_fatal(&self) -> bool {
         match self {
             ProviderError::MissingKey { .. }
+            | ProviderError::UnusableKey { .. }
             | ProviderError::InvalidKey { .. }
             | ProviderError::NoVision { .. } => true,
             ProviderError::Http { status, .. } => *status == 404,
