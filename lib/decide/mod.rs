@@ -241,7 +241,7 @@ impl Stage {
 
     /// Learns from recorded events as a long-running stage learned when they passed: the screens
     /// seen, the actions decided on each (tried, with the edge the next observation shows), the
-    /// journal.
+    /// journal, a stuck reason not yet told, and whether the last model answer was unusable.
     fn replay(&mut self, history: &[Event]) {
         let mut observed: Option<&Observation> = None;
         for event in history {
@@ -272,7 +272,14 @@ impl Stage {
                     if decision.relaunch.is_some() {
                         self.heuristic.learn_relaunch();
                     }
+                    // As after a live decision: the stuck reason was told, and a model answer
+                    // that was used (an `ai` without error) ends the ask for one action.
+                    self.stuck_reason = None;
+                    if decision.ai.as_ref().is_some_and(|ai| ai.error.is_none()) {
+                        self.single_action = false;
+                    }
                 }
+                Event::Note(note) if note.kind == "invalid_response" => self.single_action = true,
                 other => self.learn(other),
             }
         }

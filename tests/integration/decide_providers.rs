@@ -939,12 +939,7 @@ fn a_key_the_server_echoes_is_scrubbed_before_it_reaches_a_note_or_crawler_db() 
         ai["error"].as_str().unwrap().contains("key <redacted>"),
         "{ai}"
     );
-    let db = dir.path().join("crawler.db");
-    let recorded = feed(
-        droid("droid-record").arg("--db").arg(&db),
-        &String::from_utf8_lossy(&output.stdout),
-    );
-    assert!(recorded.status.success(), "{recorded:?}");
+    record(&dir.path().join("crawler.db"), &output);
     let stored: Vec<u8> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -960,4 +955,57 @@ fn a_key_the_server_echoes_is_scrubbed_before_it_reaches_a_note_or_crawler_db() 
         stored.windows(10).any(|w| w == b"<redacted>"),
         "the error was recorded"
     );
+}
+
+/// `droid-record --db` on a stage's output.
+fn record(db: &std::path::Path, output: &Output) {
+    let recorded = feed(
+        droid("droid-record").arg("--db").arg(db),
+        &String::from_utf8_lossy(&output.stdout),
+    );
+    assert!(recorded.status.success(), "{recorded:?}");
+}
+
+#[test]
+fn a_one_shot_decide_keeps_the_ask_for_one_action_and_forgets_a_stuck_reason_told() {
+    // Step 1's answer is unusable, step 2's too, step 3's good: a decide per step, learning
+    // the run from crawler.db, asks step 2 and step 3 for one action, and step 4 for a batch.
+    let mut good = fixture("gemini/generateContent_response_image_cookbook.json");
+    good["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
+    let bad = fixture("gemini/generateContent_response_image_cookbook.json");
+    let server = Server::start(move |_, index| reply(200, if index < 2 { &bad } else { &good }));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crawler.db");
+    let line = observation(dir.path());
+    let stuck = json!({"type": "note", "v": 1, "run_id": "r1", "step": 1, "kind": "stuck",
+        "message": "same screen 5 times"})
+    .to_string();
+    for step in 1..=4 {
+        let observed = line.replace("\"step\":1", &format!("\"step\":{step}"));
+        let lines = match step {
+            1 => vec![stuck.clone(), observed],
+            _ => vec![observed],
+        };
+        let output = decide(
+            "gemini",
+            &server.base,
+            &lines,
+            &["--db", &db.display().to_string(), "--run", "r1"],
+        );
+        assert!(output.status.success(), "{output:?}");
+        record(&db, &output);
+    }
+    let requests = server.requests();
+    let asked = |i: usize| requests[i].body["contents"][0]["parts"][1]["text"].to_string();
+    let one: Vec<bool> = (0..4).map(|i| asked(i).contains("exactly ONE")).collect();
+    assert_eq!(one, [false, true, true, false]);
+    assert!(asked(0).contains("is_stuck: true"));
+    for i in 1..4 {
+        assert!(
+            asked(i).contains("is_stuck: false"),
+            "step {}: {}",
+            i + 1,
+            asked(i)
+        );
+    }
 }
