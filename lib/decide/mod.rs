@@ -107,11 +107,24 @@ pub enum Error {
     /// The model cannot be used at all (a rejected key, a missing model): the stage stops.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The server refused the same way on consecutive steps: asking again will not help.
+    #[error("{source} (the same refusal {steps} steps in a row: the stage stops)")]
+    Repeated {
+        steps: u32,
+        #[source]
+        source: ProviderError,
+    },
     #[error("reading events: {0}")]
     Read(#[source] io::Error),
     #[error("writing events: {0}")]
     Write(#[source] io::Error),
 }
+
+/// Consecutive steps a model call may be refused the same way (the same 4xx answer: a request
+/// shape the server rejects, too many images, a model it lacks) before the stage stops: each
+/// such step is decided by the heuristic, and a crawl that silently never reaches its model
+/// would mislead.
+pub const REFUSALS_BEFORE_STOP: u32 = 3;
 
 /// Lists a provider's models (`droid-decide models --provider P`).
 pub fn list_models(config: ProviderConfig) -> Result<Vec<provider::ModelInfo>, ProviderError> {
@@ -165,16 +178,19 @@ pub fn run(
             other => other.map_err(Error::Write),
         };
         written?;
-        let produced = match line.event {
+        let (produced, stopped) = match line.event {
             Some(Event::Observation(observation)) => {
                 outcome.decisions += 1;
-                stage.decide(&observation, &mut messages)?
+                match stage.decide(&observation, &mut messages) {
+                    Ok(events) => (events, None),
+                    Err(Stop { events, error }) => (events, Some(error)),
+                }
             }
             Some(event) => {
                 stage.learn(&event);
-                Vec::new()
+                (Vec::new(), None)
             }
-            None => Vec::new(),
+            None => (Vec::new(), None),
         };
         for event in produced {
             match writer.write(&event) {
@@ -185,8 +201,43 @@ pub fn run(
                 other => other.map_err(Error::Write)?,
             }
         }
+        if let Some(error) = stopped {
+            return Err(error);
+        }
     }
     Ok(outcome)
+}
+
+/// The stage stops: the error, and the events written before it (a `note` of kind `error`
+/// with the failed call's `ai` metadata).
+struct Stop {
+    events: Vec<Event>,
+    error: Error,
+}
+
+/// Model calls refused the same way on consecutive steps (see [`REFUSALS_BEFORE_STOP`]).
+#[derive(Debug, Default)]
+struct Refusals {
+    last: Option<String>,
+    steps: u32,
+}
+
+impl Refusals {
+    /// Takes in a failed call's metadata; returns how many steps in a row ended in this refusal
+    /// (0 when it is not one: a timeout, a 5xx, a 429).
+    fn count(&mut self, ai: &AiMeta) -> u32 {
+        let status = ai.attempts.last().and_then(|attempt| attempt.http_status);
+        let refusal = status.is_some_and(|s| (400..500).contains(&s) && !matches!(s, 408 | 429));
+        match ai.error.as_ref().filter(|_| refusal) {
+            Some(error) if self.last.as_ref() == Some(error) => self.steps += 1,
+            Some(error) => {
+                self.last = Some(error.clone());
+                self.steps = 1;
+            }
+            None => *self = Refusals::default(),
+        }
+        self.steps
+    }
 }
 
 /// The stage's memory between lines.
@@ -203,6 +254,7 @@ struct Stage {
     single_action: bool,
     /// The last decision written and the observation it was for (results refer to them).
     last: Option<(Decision, Observation)>,
+    refusals: Refusals,
 }
 
 impl Stage {
@@ -234,6 +286,7 @@ impl Stage {
             stuck_reason: None,
             single_action: false,
             last: None,
+            refusals: Refusals::default(),
         };
         stage.replay(&history);
         Ok(stage)
@@ -272,11 +325,13 @@ impl Stage {
                     if decision.relaunch.is_some() {
                         self.heuristic.learn_relaunch();
                     }
-                    // As after a live decision: the stuck reason was told, and a model answer
-                    // that was used (an `ai` without error) ends the ask for one action.
+                    // As after a live decision: the stuck reason was told, a model answer that
+                    // was used (an `ai` without error) ends the ask for one action, and refusals
+                    // in a row are counted.
                     self.stuck_reason = None;
-                    if decision.ai.as_ref().is_some_and(|ai| ai.error.is_none()) {
-                        self.single_action = false;
+                    if let Some(ai) = &decision.ai {
+                        self.single_action &= ai.error.is_some();
+                        self.refusals.count(ai);
                     }
                 }
                 Event::Note(note) if note.kind == "invalid_response" => self.single_action = true,
@@ -339,7 +394,7 @@ impl Stage {
         &mut self,
         observation: &Observation,
         messages: &mut impl Write,
-    ) -> Result<Vec<Event>, Error> {
+    ) -> Result<Vec<Event>, Stop> {
         let mut events = Vec::new();
         if let Some(reason) = stuck_in(observation) {
             self.stuck_reason = Some(reason);
@@ -352,9 +407,13 @@ impl Stage {
             self.stamped(observation, Decision::new(vec![action]))
         } else {
             self.heuristic.observe(observation);
-            match self.model.is_some() {
-                true => self.ask_model(observation, &mut events, messages)?,
-                false => self.heuristic_decision(observation, &mut events),
+            let decided = match self.model.is_some() {
+                true => self.ask_model(observation, &mut events, messages),
+                false => Ok(self.heuristic_decision(observation, &mut events)),
+            };
+            match decided {
+                Ok(decision) => decision,
+                Err(error) => return Err(Stop { events, error }),
             }
         };
         decision.decider = Some(self.name.to_string());
@@ -413,15 +472,33 @@ impl Stage {
         let mut meta = reply.meta;
         let generation = match reply.result {
             Ok(generation) => generation,
-            Err(error) if error.is_fatal() => return Err(Error::Provider(error)),
             Err(error) => {
+                meta.error = Some(error.to_string());
+                let refused = self.refusals.count(&meta);
+                let stop = match error.is_fatal() {
+                    true => Some(Error::Provider(error.clone())),
+                    false => (refused >= REFUSALS_BEFORE_STOP).then(|| Error::Repeated {
+                        steps: refused,
+                        source: error.clone(),
+                    }),
+                };
+                if let Some(stop) = stop {
+                    let data = json!({ "ai": meta });
+                    events.push(self.note(
+                        observation,
+                        "error",
+                        Some(stop.to_string()),
+                        Some(data),
+                    ));
+                    return Err(stop);
+                }
                 let message = format!("{error}; the heuristic decided this step");
                 let _ = writeln!(messages, "droid-decide: {message}");
-                meta.error = Some(error.to_string());
                 events.push(self.note(observation, "warning", Some(message), None));
                 return Ok(self.fallback(observation, meta, events));
             }
         };
+        self.refusals = Refusals::default();
         meta.model = Some(generation.model.clone());
         meta.tokens_in = generation.tokens_in;
         meta.tokens_out = generation.tokens_out;

@@ -423,10 +423,13 @@ fn invalid_keys_stop_without_retry() {
             fixture("openrouter/error_docs_examples.json")["401"].clone(),
         ),
         (
-            "openrouter",
-            "/api/v1",
+            "gemini",
+            "",
             403,
-            fixture("openrouter/error_docs_examples.json")["403_guardrail"].clone(),
+            // gemini/NOTES.md: 403 PERMISSION_DENIED for a key lacking access; the envelope is
+            // Gemini's usual one.
+            json!({"error": {"code": 403, "message": "Method doesn't allow unregistered callers.",
+                "status": "PERMISSION_DENIED"}}),
         ),
     ];
     for (decider, path, status, body) in cases {
@@ -610,6 +613,13 @@ fn request_errors_fall_back_without_retry() {
             200,
             fixture("openrouter/error_docs_examples.json")["502"].clone(),
             "Provider returned error",
+        ),
+        (
+            // A guardrail judged this step's prompt (a screen's text), not the key.
+            "openrouter",
+            403,
+            fixture("openrouter/error_docs_examples.json")["403_guardrail"].clone(),
+            "prompt injection patterns",
         ),
     ];
     for (decider, status, body, message) in cases {
@@ -1008,4 +1018,75 @@ fn a_one_shot_decide_keeps_the_ask_for_one_action_and_forgets_a_stuck_reason_tol
             asked(i)
         );
     }
+}
+
+#[test]
+fn refusals_that_asking_again_cannot_change_stop_with_a_note_of_the_attempt() {
+    let examples = fixture("openrouter/error_docs_examples.json");
+    let cases = [
+        (402, examples["402"].clone(), "Insufficient credits"),
+        (
+            400,
+            examples["availability_model_not_found_400_NOTE_no_code_field"].clone(),
+            "not a valid model ID",
+        ),
+    ];
+    for (status, body, message) in cases {
+        let (events, code, requests, stderr) =
+            failing("openrouter", "/api/v1", status, body, Vec::new());
+        assert_eq!((code, requests), (Some(1), 1), "{message}");
+        assert!(
+            stderr.contains("refuses the request") && stderr.contains(message),
+            "{stderr}"
+        );
+        assert!(of_type(&events, "decision").is_empty());
+        let note = of_type(&events, "note")
+            .into_iter()
+            .find(|n| n["kind"] == "error")
+            .expect("a note of kind error");
+        assert!(note["message"].as_str().unwrap().contains(message));
+        assert_eq!(note["data"]["ai"]["attempts"][0]["http_status"], status);
+    }
+}
+
+#[test]
+fn the_same_refusal_three_steps_in_a_row_stops_the_stage_in_one_process_or_per_step() {
+    // vLLM serving a model that takes one image per request: the same 400 on every step.
+    let body = fixture("openai_compat/vllm_error_too_many_images_real.json");
+    let server = Server::start(move |_, _| reply(400, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let line = observation(dir.path());
+    let lines = vec![line.clone(); 5];
+    let output = decide("openai", &server.base, &lines, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let events = read_events(&output, &server);
+    assert_eq!(
+        of_type(&events, "decision").len(),
+        2,
+        "two steps decided by the heuristic"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["kind"].as_str()),
+        (Some("note"), Some("error"))
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("3 steps in a row"));
+    assert_eq!(server.requests().len(), 3, "a refusal is not retried");
+
+    // The same with a decide per step learning the run from crawler.db.
+    let db = dir.path().join("crawler.db");
+    let codes: Vec<Option<i32>> = (1..=3)
+        .map(|step| {
+            let observed = line.replace("\"step\":1", &format!("\"step\":{step}"));
+            let output = decide(
+                "openai",
+                &server.base,
+                &[observed],
+                &["--db", &db.display().to_string(), "--run", "r1"],
+            );
+            record(&db, &output);
+            output.status.code()
+        })
+        .collect();
+    assert_eq!(codes, [Some(0), Some(0), Some(1)]);
 }

@@ -230,6 +230,13 @@ impl Client {
 /// those) and for statuses a provider must look at itself (Gemini's 400 with `API_KEY_INVALID`).
 fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
     let message = || answer_message(answer);
+    let refused = || {
+        Some(Verdict::Fail(ProviderError::Refused {
+            provider,
+            status: answer.status,
+            message: message(),
+        }))
+    };
     match answer.status {
         200..=299 => None,
         400 if key_invalid_in_body(&answer.body) => {
@@ -239,6 +246,15 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
                 message: message(),
             }))
         }
+        400 if marked_not_retryable(&answer.body) => refused(),
+        402 => refused(),
+        // OpenRouter's guardrails and moderation answer 403 for what the prompt holds (a
+        // screen's text can look like an injection): this step's request, not the key.
+        403 if is_content_block(&message()) => Some(Verdict::Fail(ProviderError::Http {
+            provider,
+            status: answer.status,
+            message: message(),
+        })),
         401 | 403 => Some(Verdict::Fail(ProviderError::InvalidKey {
             provider,
             status: answer.status,
@@ -252,6 +268,20 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
             message: message(),
         })),
     }
+}
+
+/// OpenRouter's `availability` block says asking again will not help (`model_not_found`).
+fn marked_not_retryable(body: &Value) -> bool {
+    body.pointer("/error/availability/retryable") == Some(&Value::Bool(false))
+}
+
+/// A 403 about the request's content ("Request blocked: prompt injection patterns detected",
+/// "input was flagged"), not about the key.
+fn is_content_block(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    ["blocked", "flagged", "moderation"]
+        .iter()
+        .any(|word| message.contains(word))
 }
 
 /// Gemini's bad key: HTTP 400 with `details[].reason == "API_KEY_INVALID"`.

@@ -289,6 +289,13 @@ pub enum ProviderError {
         status: u16,
         message: String,
     },
+    /// Asking again will not help: no credits left (402), a model the server does not have.
+    #[error("{provider}: the server refuses the request as configured (HTTP {status}): {message}")]
+    Refused {
+        provider: ProviderKind,
+        status: u16,
+        message: String,
+    },
     #[error("{provider}: the server answered HTTP 200 with an error: {message}")]
     InBody {
         provider: ProviderKind,
@@ -319,6 +326,7 @@ impl ProviderError {
             ProviderError::MissingKey { .. }
             | ProviderError::UnusableKey { .. }
             | ProviderError::InvalidKey { .. }
+            | ProviderError::Refused { .. }
             | ProviderError::NoVision { .. } => true,
             ProviderError::Http { status, .. } => *status == 404,
             _ => false,
