@@ -324,6 +324,10 @@ pub struct AiAttempt {
     pub http_status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How long the stage waited after this attempt before the next (backoff or the server's
+    /// rate-limit hint); absent on the last attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
 }
 
 /// What the model behind a decision cost and answered.

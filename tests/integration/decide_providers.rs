@@ -484,8 +484,52 @@ fn fallback_ai(events: &[Value]) -> &Value {
 }
 
 #[test]
-fn rate_limits_back_off_three_times_with_and_without_hints() {
-    let future_reset = (std::time::SystemTime::now() + Duration::from_secs(30))
+fn rate_limits_without_a_hint_back_off_three_times() {
+    let cases = [
+        (
+            "gemini",
+            "",
+            fixture("gemini/error_429_no_retryinfo_gke-labs1215.json"),
+        ),
+        (
+            // Its X-RateLimit-Reset (in error.metadata.headers) has passed: no hint.
+            "openrouter",
+            "/api/v1",
+            fixture("openrouter/error_429_upstream_model_rpm_real.json"),
+        ),
+        (
+            "openai",
+            "",
+            fixture("openai_compat/groq_error_rate_limit_tpm_real.json"),
+        ),
+    ];
+    for (decider, path, body) in cases {
+        let (events, code, requests, _) = failing(decider, path, 429, body, Vec::new());
+        assert_eq!(
+            (code, requests),
+            (Some(0), 4),
+            "{decider}: 1 try + 3 retries"
+        );
+        let ai = fallback_ai(&events);
+        assert_eq!(ai["retries"], 3);
+        let waits: Vec<Option<u64>> = ai["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|attempt| attempt["wait_ms"].as_u64())
+            .collect();
+        // --retry-base-ms 5 doubled, capped by --retry-max-ms 20; none after the last.
+        assert_eq!(waits, [Some(5), Some(10), Some(20), None]);
+        assert!(
+            ai["error"].as_str().unwrap().contains("rate limited"),
+            "{ai}"
+        );
+    }
+}
+
+#[test]
+fn a_rate_limit_hint_longer_than_the_retries_may_wait_is_not_retried() {
+    let in_30s = (std::time::SystemTime::now() + Duration::from_secs(30))
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis()
@@ -496,53 +540,100 @@ fn rate_limits_back_off_three_times_with_and_without_hints() {
             "",
             fixture("gemini/error_429_retryinfo_python-genai1875.json"),
             Vec::new(),
+            "asks to wait 53 s",
         ),
         (
             "gemini",
             "",
             fixture("gemini/error_429_resource_exhausted_langextract50.json"),
             Vec::new(),
-        ),
-        (
-            "gemini",
-            "",
-            fixture("gemini/error_429_no_retryinfo_gke-labs1215.json"),
-            Vec::new(),
+            "asks to wait 15 s",
         ),
         (
             "openrouter",
             "/api/v1",
             fixture("openrouter/error_429_free_models_per_min_real.json"),
-            vec![("X-RateLimit-Reset".to_string(), future_reset)],
+            vec![("X-RateLimit-Reset".to_string(), in_30s)],
+            "asks to wait 2",
         ),
         (
             "openrouter",
             "/api/v1",
             fixture("openrouter/error_429_upstream_model_rpm_real.json"),
             vec![("Retry-After".to_string(), "7".to_string())],
-        ),
-        (
-            "openai",
-            "",
-            fixture("openai_compat/groq_error_rate_limit_tpm_real.json"),
-            Vec::new(),
+            "asks to wait 7 s",
         ),
     ];
-    for (decider, path, body, headers) in cases {
+    for (decider, path, body, headers, message) in cases {
         let (events, code, requests, _) = failing(decider, path, 429, body, headers);
-        assert_eq!(
-            (code, requests),
-            (Some(0), 4),
-            "{decider}: 1 try + 3 retries"
-        );
+        assert_eq!((code, requests), (Some(0), 1), "{message}");
         let ai = fallback_ai(&events);
-        assert_eq!(ai["retries"], 3);
-        assert_eq!(ai["attempts"].as_array().unwrap().len(), 4);
+        let error = ai["error"].as_str().unwrap();
         assert!(
-            ai["error"].as_str().unwrap().contains("rate limited"),
-            "{ai}"
+            error.contains(message) && error.contains("longer than"),
+            "{error}"
         );
+        assert!(ai["attempts"][0].get("wait_ms").is_none());
     }
+}
+
+/// The wait droid-decide recorded after a 429 carrying `headers`, then a good answer (one
+/// retry, no error), with retries allowed to wait 5 s.
+fn wait_after_429(headers: Vec<(String, String)>) -> u64 {
+    let mut ok = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
+    ok["choices"][0]["message"]["content"] = Value::from(decision_text());
+    let limited = fixture("openrouter/error_429_free_models_per_min_real.json");
+    let server = Server::start(move |_, index| match index {
+        0 => Reply {
+            headers: headers.clone(),
+            ..reply(429, &limited)
+        },
+        _ => reply(200, &ok),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        "openrouter",
+        &format!("{}/api/v1", server.base),
+        &[observation(dir.path())],
+        &["--retry-max-ms", "5000"],
+    );
+    let events = read_events(&output, &server);
+    let ai = &of_type(&events, "decision")[0]["ai"];
+    assert_eq!(
+        (ai["retries"].as_u64(), server.requests().len()),
+        (Some(1), 2)
+    );
+    assert_eq!(ai["attempts"][0]["http_status"], 429);
+    assert_eq!(ai["attempts"][1]["http_status"], 200);
+    assert!(ai.get("error").is_none() && ai["attempts"][1].get("wait_ms").is_none());
+    ai["attempts"][0]["wait_ms"].as_u64().unwrap()
+}
+
+#[test]
+fn rate_limit_hints_from_headers_set_the_wait() {
+    // The fixture's own X-RateLimit-Reset has passed: --retry-base-ms.
+    assert_eq!(wait_after_429(Vec::new()), 5);
+    let header = |name: &str, value: String| vec![(name.to_string(), value)];
+    assert_eq!(wait_after_429(header("Retry-After", "1".into())), 1000);
+
+    // Hints are instants: the wait is what is left when the 429 arrives (this machine may be
+    // slow to start the process), never the backoff (5 ms) and never more than asked.
+    let in_4s = chrono::Utc::now() + chrono::Duration::seconds(4);
+    let date = in_4s.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    let waited = wait_after_429(header("Retry-After", date));
+    assert!((100..=4000).contains(&waited), "HTTP-date: {waited} ms");
+
+    // OpenRouter's X-RateLimit-Reset is epoch milliseconds.
+    let reset = chrono::Utc::now().timestamp_millis() + 3000;
+    let waited = wait_after_429(header("X-RateLimit-Reset", reset.to_string()));
+    assert!(
+        (100..=3000).contains(&waited),
+        "X-RateLimit-Reset: {waited} ms"
+    );
+
+    // A date already passed: retry at once rather than fall back to the backoff.
+    let passed = "Wed, 21 Oct 2015 07:28:00 GMT".to_string();
+    assert_eq!(wait_after_429(header("Retry-After", passed)), 0);
 }
 
 #[test]
@@ -554,30 +645,6 @@ fn openrouter_daily_quota_is_not_retried() {
         .as_str()
         .unwrap()
         .contains("free-models-per-day"));
-}
-
-#[test]
-fn a_rate_limit_then_success_counts_one_retry() {
-    let mut ok = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
-    ok["choices"][0]["message"]["content"] = Value::from(decision_text());
-    let limited = fixture("openrouter/error_429_free_models_per_min_real.json");
-    let server = Server::start(move |_, index| match index {
-        0 => reply(429, &limited),
-        _ => reply(200, &ok),
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
-        "openrouter",
-        &format!("{}/api/v1", server.base),
-        &[observation(dir.path())],
-        &[],
-    );
-    let events = read_events(&output, &server);
-    let ai = &of_type(&events, "decision")[0]["ai"];
-    assert_eq!(ai["retries"], 1);
-    assert_eq!(ai["attempts"][0]["http_status"], 429);
-    assert_eq!(ai["attempts"][1]["http_status"], 200);
-    assert!(ai.get("error").is_none());
 }
 
 #[test]
@@ -668,6 +735,9 @@ fn server_errors_and_timeouts_are_retried_twice() {
     assert_eq!(slow.requests().len(), 3);
     assert_eq!(ai["retries"], 2);
     assert!(ai["attempts"][0].get("http_status").is_none());
+    let error = ai["error"].as_str().unwrap();
+    assert_eq!(error.matches(&slow.base).count(), 1, "{error}");
+    assert!(error.contains("timed out"), "{error}");
 }
 
 /// Runs `droid-decide models --provider ollama` against a server and returns the listed names.
@@ -778,8 +848,14 @@ fn model_lists_show_only_vision_models() {
         "qwen2-vl-7b-instruct\tvision\nmeta-llama-3.1-8b-instruct\ttext\n"
     );
 
+    // The real first page ends in a base64 nextPageToken ("...MDE="); a second page follows.
     let gemini = fixture("gemini/models_list_response_cookbook.json");
-    let server = Server::start(move |_, _| reply(200, &gemini));
+    let last_page = json!({"models": [{"name": "models/gemini-2.5-flash",
+        "supportedGenerationMethods": ["generateContent", "countTokens"]}]});
+    let server = Server::start(move |seen, _| match seen.url.contains("pageToken") {
+        false => reply(200, &gemini),
+        true => reply(200, &last_page),
+    });
     let output = droid("droid-decide")
         .args([
             "models",
@@ -794,8 +870,20 @@ fn model_lists_show_only_vision_models() {
         .unwrap();
     let listed = String::from_utf8(output.stdout).unwrap();
     assert!(listed.lines().all(|l| l.starts_with("gemini")), "{listed}");
-    assert_eq!(server.requests()[0].header("x-goog-api-key"), Some(KEY));
-    assert!(!server.requests()[0].url.contains(KEY));
+    assert!(listed.lines().any(|l| l == "gemini-2.0-flash"), "{listed}");
+    assert_eq!(listed.lines().last(), Some("gemini-2.5-flash"));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1]
+            .url
+            .ends_with("&pageToken=CiRtb2RlbHMvZ2VtaW5pLTIuMC1mbGFzaC10aGlua2luZy0wMDE%3D"),
+        "the token is URL-encoded: {}",
+        requests[1].url
+    );
+    assert!(requests
+        .iter()
+        .all(|r| r.header("x-goog-api-key") == Some(KEY) && !r.url.contains(KEY)));
 
     // The deciders that ask no provider are a usage error, with the providers named.
     let output = droid("droid-decide")

@@ -158,7 +158,11 @@ impl ModelAdapter for Gemini {
             let mut url = join(&self.config.base_url(), "models?pageSize=1000");
             if let Some(token) = &page_token {
                 url.push_str("&pageToken=");
-                url.push_str(token);
+                // Tokens are opaque and may hold `+`, `/`, `=` or `&`.
+                url.extend(percent_encoding::utf8_percent_encode(
+                    token,
+                    percent_encoding::NON_ALPHANUMERIC,
+                ));
             }
             let request = Request {
                 url,

@@ -127,8 +127,8 @@ impl Client {
                 }
                 Verdict::Retry { message } => {
                     attempt.error = Some(message.clone());
-                    meta.attempts.push(attempt.clone());
                     if server_failures >= self.retry.server_retries {
+                        meta.attempts.push(attempt.clone());
                         return Err(match attempt.http_status {
                             Some(status) => ProviderError::Http {
                                 provider: self.provider,
@@ -143,22 +143,40 @@ impl Client {
                         });
                     }
                     server_failures += 1;
-                    self.backoff(server_failures, None)
+                    self.backoff(server_failures)
                 }
                 Verdict::RateLimited { message } => {
                     attempt.error = Some(message.clone());
-                    meta.attempts.push(attempt);
-                    if rate_limits >= self.retry.rate_limit_retries || is_daily_quota(&message) {
-                        return Err(ProviderError::RateLimited {
-                            provider: self.provider,
-                            attempts: rate_limits + 1,
-                            message,
-                        });
+                    let wait = match hint {
+                        Some(hint) if hint > self.retry.max_delay => Err(format!(
+                            "{message} (the server asks to wait {}, longer than the longest \
+                             wait allowed, {}: not retried)",
+                            human(hint),
+                            human(self.retry.max_delay)
+                        )),
+                        _ if is_daily_quota(&message) => Err(message),
+                        _ if rate_limits >= self.retry.rate_limit_retries => Err(message),
+                        Some(hint) => Ok(hint),
+                        None => Ok(self.backoff(rate_limits + 1)),
+                    };
+                    match wait {
+                        Ok(wait) => {
+                            rate_limits += 1;
+                            wait
+                        }
+                        Err(message) => {
+                            meta.attempts.push(attempt);
+                            return Err(ProviderError::RateLimited {
+                                provider: self.provider,
+                                attempts: rate_limits + 1,
+                                message,
+                            });
+                        }
                     }
-                    rate_limits += 1;
-                    self.backoff(rate_limits, hint)
                 }
             };
+            attempt.wait_ms = Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
+            meta.attempts.push(attempt);
             meta.retries += 1;
             std::thread::sleep(delay);
         }
@@ -175,13 +193,12 @@ impl Client {
         }
     }
 
-    /// Exponential from the base delay, or the server's hint, never above the cap.
-    fn backoff(&self, retry: u32, hint: Option<Duration>) -> Duration {
-        let exponential = self
-            .retry
+    /// Exponential from the base delay, never above the cap.
+    fn backoff(&self, retry: u32) -> Duration {
+        self.retry
             .base_delay
-            .saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)));
-        hint.unwrap_or(exponential).min(self.retry.max_delay)
+            .saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)))
+            .min(self.retry.max_delay)
     }
 
     fn send(&self, request: &Request<'_>) -> Result<Answer, String> {
@@ -201,13 +218,10 @@ impl Client {
         let response = match response {
             Ok(response) => response,
             Err(ureq::Error::Status(_, response)) => response,
-            Err(ureq::Error::Transport(transport)) => return Err(self.scrub(transport.to_string())),
+            Err(ureq::Error::Transport(transport)) => return Err(self.scrub(describe(&transport))),
         };
         let status = response.status();
-        let retry_after = response
-            .header("retry-after")
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .and_then(seconds);
+        let retry_after = response.header("retry-after").and_then(retry_after);
         let rate_limit_reset = response
             .header("x-ratelimit-reset")
             .and_then(until_epoch_millis);
@@ -224,6 +238,25 @@ impl Client {
             rate_limit_reset,
         })
     }
+}
+
+/// A transport failure without its URL (the error names it once) and without the repeats
+/// ureq's own text has ("Network Error: Network Error: ...").
+fn describe(transport: &ureq::Transport) -> String {
+    let mut parts = vec![transport.kind().to_string()];
+    parts.extend(transport.message().map(str::to_string));
+    let mut source = std::error::Error::source(transport);
+    while let Some(cause) = source {
+        parts.push(cause.to_string());
+        source = cause.source();
+    }
+    let mut said: Vec<&str> = Vec::new();
+    for clause in parts.iter().flat_map(|part| part.split(": ")) {
+        if !said.contains(&clause) {
+            said.push(clause);
+        }
+    }
+    said.join(": ")
 }
 
 /// The verdict every provider shares for a non-2xx status; `None` for 2xx (the provider reads
@@ -337,6 +370,26 @@ fn rate_limit_hint(answer: &Answer) -> Option<Duration> {
         .or(mirrored_reset)
 }
 
+/// `Retry-After`: delay seconds ("120") or an HTTP date ("Wed, 21 Oct 2015 07:28:00 GMT", from
+/// now; a date already passed means no wait).
+fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(delay) = value.parse::<f64>() {
+        return seconds(delay);
+    }
+    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+/// "53 s", "20 ms".
+fn human(duration: Duration) -> String {
+    match duration.as_secs() {
+        0 => format!("{} ms", duration.as_millis()),
+        secs => format!("{secs} s"),
+    }
+}
+
 fn seconds(value: f64) -> Option<Duration> {
     (value.is_finite() && value >= 0.0).then(|| Duration::from_secs_f64(value.min(86_400.0)))
 }
@@ -375,6 +428,20 @@ mod tests {
             rate_limit_hint(&answer(429, body)),
             Some(Duration::from_millis(500))
         );
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        assert_eq!(retry_after(" 120 "), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(retry_after("-3"), None);
+        assert_eq!(retry_after("soon"), None);
+        let passed = "Wed, 21 Oct 2015 07:28:00 GMT";
+        assert_eq!(retry_after(passed), Some(Duration::ZERO));
+        let in_90s = chrono::Utc::now() + chrono::Duration::seconds(90);
+        let date = in_90s.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+        let wait = retry_after(&date).unwrap();
+        assert!(wait > Duration::from_secs(85) && wait <= Duration::from_secs(90));
     }
 
     #[test]
