@@ -14,6 +14,26 @@ use droid::decide::prompt::PromptSettings;
 use droid::decide::provider::{ProviderConfig, ProviderKind};
 use droid::decide::{self, Config, Credentials, Decider};
 
+/// Where keys and endpoints come from, shared by the main help and `models --help`.
+macro_rules! ENVIRONMENT {
+    () => {
+        "
+Keys and endpoints (flag > user_config.db key > environment > default):
+  gemini      --api-key, gemini_api_key, GEMINI_API_KEY (required)
+              --base-url [default: https://generativelanguage.googleapis.com/v1beta]
+  openrouter  --api-key, openrouter_api_key, OPENROUTER_API_KEY (required)
+              --base-url [default: https://openrouter.ai/api/v1]
+  ollama      --base-url, ollama_base_url, OLLAMA_BASE_URL [default: http://localhost:11434]
+              --api-key, ollama_api_key, OLLAMA_API_KEY (a proxy in front of Ollama)
+  openai      --base-url, openai_base_url, OPENAI_BASE_URL [default: https://api.openai.com/v1]
+              (vLLM, LM Studio, llama.cpp, Groq: their /v1 URL)
+              --api-key, openai_api_key, OPENAI_API_KEY
+  Test credentials: --test-email, --test-username, --test-password, or test_email, ...
+  in user_config.db, or TEST_EMAIL, TEST_USERNAME, TEST_PASSWORD (DROID_TEST_* also read).
+  Store a key encrypted: droid-record config set gemini_api_key --secret"
+    };
+}
+
 #[derive(Parser)]
 #[command(
     name = "droid-decide",
@@ -26,18 +46,21 @@ use droid::decide::{self, Config, Credentials, Decider};
 observation writes one decision (1 to 12 actions). The heuristic (default) explores by coverage \
 and needs no key; random is a seeded Monkey-like baseline; the providers ask an LLM and fall back \
 to the heuristic when the model fails. Keys, endpoints and test credentials resolve as flag > \
-user_config.db (droid-record config) > environment: --api-key or gemini_api_key / GEMINI_API_KEY, \
-openrouter_api_key, openai_api_key; --base-url or ollama_base_url, openai_base_url; --test-email, \
---test-username, --test-password or test_* (DROID_TEST_* in the environment). Decisions carry the \
-password as {{test_password}}; droid-act types the real one."
+user_config.db (droid-record config) > environment. Decisions carry the password as \
+{{test_password}}; droid-act types the real one."
 )]
-#[command(after_help = "Examples:
+#[command(after_help = concat!(
+    "Examples:
   droid-capture | droid-hash | droid-decide | droid-act
   droid-decide --decider gemini --model gemini-2.5-flash < observations.jsonl
   droid-decide --decider ollama --model qwen2.5vl --text-only
   droid-decide --decider openai --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-VL-7B
+  droid-decide --decider gemini --system-prompt my-prompt.txt --allow-package com.android.chrome
   droid-decide models --provider openrouter
-  droid-decide --db crawler.db --run RUN < observation.jsonl   (one step of a shell loop)")]
+  droid-decide --db crawler.db --run RUN < observation.jsonl   (one step of a shell loop)
+",
+    ENVIRONMENT!()
+))]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
@@ -93,7 +116,7 @@ struct Args {
     /// First retry delay in milliseconds (doubled per retry unless the server says otherwise).
     #[arg(long, global = true, default_value_t = 1000)]
     retry_base_ms: u64,
-    /// Longest retry sleep in milliseconds.
+    /// Longest retry sleep in milliseconds; a server asking for a longer wait is not retried.
     #[arg(long, global = true, default_value_t = 60_000)]
     retry_max_ms: u64,
 }
@@ -101,6 +124,15 @@ struct Args {
 #[derive(Subcommand)]
 enum Command {
     /// List the provider's models usable in vision mode.
+    #[command(after_help = concat!(
+        "Examples:
+  droid-decide models --provider gemini                  (key from GEMINI_API_KEY)
+  droid-decide models --provider ollama --base-url http://gpu-box:11434
+  droid-decide models --provider openai --base-url http://localhost:1234/v1 --all
+  (--all adds text-only models, marked \"text\", and unknown ones, marked \"unknown\")
+",
+        ENVIRONMENT!()
+    ))]
     Models {
         /// The provider to ask; its key and endpoint resolve as for `--decider`.
         #[arg(long, value_enum)]
@@ -185,10 +217,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         DeciderArg::Openai => model(ProviderArg::Openai)?,
     };
     let system_prompt = match &args.system_prompt {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("reading --system-prompt {}", path.display()))?,
-        ),
+        Some(path) => Some(read_system_prompt(path)?),
         None => None,
     };
     let history = match (&args.db, &args.run) {
@@ -219,6 +248,18 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The `--system-prompt` file: an empty one would send the model no instructions at all.
+fn read_system_prompt(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading --system-prompt {}", path.display()))?;
+    anyhow::ensure!(
+        !text.trim().is_empty(),
+        "--system-prompt {} is empty: the model would get no instructions",
+        path.display()
+    );
+    Ok(text)
 }
 
 fn main() -> ExitCode {

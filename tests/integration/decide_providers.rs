@@ -231,6 +231,85 @@ fn gemini_success_with_fenced_json() {
 }
 
 #[test]
+fn a_system_prompt_file_replaces_the_default_entirely() {
+    let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
+    body["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
+    let server = Server::start(move |_, _| reply(200, &body));
+    let dir = tempfile::tempdir().unwrap();
+    let system_of = |extra: &[&str]| {
+        let output = decide("gemini", &server.base, &[observation(dir.path())], extra);
+        assert!(output.status.success(), "{output:?}");
+        let events = read_events(&output, &server);
+        let kept = &of_type(&events, "decision")[0]["ai"]["request"];
+        let sent = server.requests().last().unwrap().body.clone();
+        assert_eq!(kept["systemInstruction"], sent["systemInstruction"]);
+        sent["systemInstruction"]["parts"][0]["text"].clone()
+    };
+    let default = system_of(&[]);
+    let mine = "You test a shop. Tap only what is labelled.\nNever leave the cart screen.\n";
+    let file = dir.path().join("prompt.txt");
+    std::fs::write(&file, mine).unwrap();
+    let replaced = system_of(&["--system-prompt", file.to_str().unwrap()]);
+    assert_eq!(replaced, mine, "the file's text, nothing added");
+    assert_ne!(replaced, default);
+
+    for (contents, message) in [(None, "reading --system-prompt"), (Some(" \n"), "is empty")] {
+        let path = dir.path().join("other.txt");
+        let _ = std::fs::remove_file(&path);
+        if let Some(contents) = contents {
+            std::fs::write(&path, contents).unwrap();
+        }
+        // No input: the stage stops before it reads any.
+        let output = decide(
+            "gemini",
+            &server.base,
+            &[],
+            &["--system-prompt", path.to_str().unwrap()],
+        );
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    }
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "nothing sent without instructions"
+    );
+}
+
+#[test]
+fn a_thinking_model_answer_counts_its_thoughts_and_reads_only_the_answer() {
+    // As it is: a caption, not a decision; 1 294 tokens in, 125 + 1 071 thinking out.
+    let thinking = fixture("gemini/generateContent_response_thinking_model_shape.json");
+    let mut with_thought = thinking.clone();
+    with_thought["candidates"][0]["content"]["parts"] = json!([
+        {"text": "The Login button is the only way on: {\"actions\": []}", "thought": true},
+        {"text": decision_text()}
+    ]);
+    let server = Server::start(move |_, index| match index {
+        0 => reply(200, &thinking),
+        _ => reply(200, &with_thought),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let line = observation(dir.path());
+    let output = decide("gemini", &server.base, &[line.clone(), line], &[]);
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let decisions = of_type(&events, "decision");
+    let tokens = |ai: &Value| (ai["tokens_in"].as_u64(), ai["tokens_out"].as_u64());
+    assert_eq!(tokens(&decisions[0]["ai"]), (Some(1294), Some(1196)));
+    assert!(of_type(&events, "note")
+        .iter()
+        .any(|n| n["kind"] == "invalid_response"));
+    let answered = decisions[1];
+    assert!(answered["ai"].get("error").is_none(), "{answered}");
+    assert_eq!(
+        answered["actions"][0]["ref"], 1,
+        "the thought's JSON is ignored"
+    );
+}
+
+#[test]
 fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_one() {
     // The cookbook answer as it is: fenced JSON, but a product description, not actions.
     let body = fixture("gemini/generateContent_response_image_cookbook.json");
@@ -896,6 +975,26 @@ fn model_lists_show_only_vision_models() {
         stderr.contains("gemini, openrouter, ollama, openai"),
         "{stderr}"
     );
+}
+
+#[test]
+fn help_names_every_key_and_endpoint_variable() {
+    for args in [&["--help"][..], &["models", "--help"]] {
+        let output = droid("droid-decide").args(args).output().unwrap();
+        assert!(output.status.success());
+        let help = String::from_utf8(output.stdout).unwrap();
+        for name in [
+            "GEMINI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "OLLAMA_BASE_URL",
+            "TEST_PASSWORD",
+            "Examples:",
+        ] {
+            assert!(help.contains(name), "{args:?} lacks {name}:\n{help}");
+        }
+    }
 }
 
 #[test]
