@@ -310,6 +310,38 @@ fn a_thinking_model_answer_counts_its_thoughts_and_reads_only_the_answer() {
 }
 
 #[test]
+fn a_reasoning_model_on_openrouter_is_read_from_its_content_not_its_reasoning() {
+    // As it is: a greeting in `content`, the reasoning beside it.
+    let greeting = fixture("openrouter/chat_response_real_qwen3_groq_reasoning_partial.json");
+    let mut answer = greeting.clone();
+    let message = &mut answer["choices"][0]["message"];
+    message["content"] = Value::from(decision_text());
+    message["reasoning"] = Value::from(r#"Maybe {"actions": [{"action": "back"}]}?"#);
+    let server = Server::start(move |_, index| match index {
+        0 => reply(200, &greeting),
+        _ => reply(200, &answer),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let line = observation(dir.path());
+    let output = decide(
+        "openrouter",
+        &format!("{}/api/v1", server.base),
+        &[line.clone(), line],
+        &[],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let invalid: Vec<&Value> = of_type(&events, "note")
+        .into_iter()
+        .filter(|n| n["kind"] == "invalid_response")
+        .collect();
+    assert_eq!(invalid.len(), 1, "the greeting is not a decision");
+    let decisions = of_type(&events, "decision");
+    assert_eq!(decisions[0]["ai"]["model"], "qwen/qwen3-32b");
+    assert_eq!(decisions[1]["actions"][0]["ref"], 1, "{}", decisions[1]);
+}
+
+#[test]
 fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_one() {
     // The cookbook answer as it is: fenced JSON, but a product description, not actions.
     let body = fixture("gemini/generateContent_response_image_cookbook.json");
@@ -717,13 +749,18 @@ fn rate_limit_hints_from_headers_set_the_wait() {
 
 #[test]
 fn openrouter_daily_quota_is_not_retried() {
-    let body = fixture("openrouter/error_429_free_models_per_day_real.json");
-    let (events, code, requests, _) = failing("openrouter", "/api/v1", 429, body, Vec::new());
-    assert_eq!((code, requests), (Some(0), 1));
-    assert!(fallback_ai(&events)["error"]
-        .as_str()
-        .unwrap()
-        .contains("free-models-per-day"));
+    for name in [
+        "error_429_free_models_per_day_real.json",
+        "error_429_free_daily_with_limit_source_real.json",
+    ] {
+        let body = fixture(&format!("openrouter/{name}"));
+        let (events, code, requests, _) = failing("openrouter", "/api/v1", 429, body, Vec::new());
+        assert_eq!((code, requests), (Some(0), 1), "{name}");
+        assert!(fallback_ai(&events)["error"]
+            .as_str()
+            .unwrap()
+            .contains("free-models-per-day"));
+    }
 }
 
 #[test]
@@ -746,6 +783,31 @@ fn request_errors_fall_back_without_retry() {
             400,
             fixture("openai_compat/vllm_error_old_format_pre_0.10.1_real.json"),
             "maximum context length",
+        ),
+        (
+            "openai",
+            400,
+            fixture("openai_compat/vllm_error_new_format_0.10.1plus.json"),
+            "maximum context length is 32768 tokens",
+        ),
+        (
+            "openai",
+            400,
+            fixture("openai_compat/groq_error_context_length_real.json"),
+            "reduce the length of the messages",
+        ),
+        (
+            "openai",
+            400,
+            fixture("openai_compat/groq_error_json_validate_failed_real.json"),
+            "Failed to generate JSON",
+        ),
+        (
+            // Ollama's OpenAI-compatible /v1 rejecting a message it cannot read.
+            "openai",
+            400,
+            fixture("ollama/errors_openai_compat.json")["example_400_bad_content"].clone(),
+            "invalid message content type",
         ),
         (
             "openrouter",
@@ -1276,4 +1338,103 @@ fn the_same_refusal_three_steps_in_a_row_stops_the_stage_in_one_process_or_per_s
         })
         .collect();
     assert_eq!(codes, [Some(0), Some(0), Some(1)]);
+}
+
+/// Every key path of `value` ("messages[]/content[]/type"), `_`-prefixed provenance left out and
+/// schemas not entered (their contents are the request's own, not the API's shape).
+fn key_paths(value: &Value, prefix: &str, paths: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(object) => {
+            for (key, inner) in object.iter().filter(|(key, _)| !key.starts_with('_')) {
+                let path = format!("{prefix}/{key}");
+                paths.insert(path.clone());
+                if !matches!(key.as_str(), "schema" | "responseJsonSchema" | "format") {
+                    key_paths(inner, &path, paths);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                key_paths(item, &format!("{prefix}[]"), paths);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn requests_have_the_shape_of_each_providers_documented_request() {
+    let mut gemini = fixture("gemini/generateContent_response_image_cookbook.json");
+    gemini["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
+    let mut chat = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
+    chat["choices"][0]["message"]["content"] = Value::from(decision_text());
+    let mut ollama = fixture("ollama/chat_response_structured_schema.json");
+    ollama["message"]["content"] = Value::from(decision_text());
+    let show = fixture("ollama/show_response_gemma4_openapi.json");
+    // (decider, path, answer, documented requests, what droid leaves out on purpose)
+    let cases = [
+        (
+            "gemini",
+            "",
+            gemini,
+            vec!["gemini/generateContent_request_crawler_template.json"],
+            // No output cap: a thinking model's thoughts count against it.
+            vec!["/generationConfig/maxOutputTokens"],
+        ),
+        (
+            "openrouter",
+            "/api/v1",
+            chat.clone(),
+            vec!["openrouter/chat_request_vision_json_schema.json"],
+            vec!["/max_tokens", "/messages[]/content[]/image_url/detail"],
+        ),
+        (
+            "openai",
+            "",
+            chat,
+            vec![
+                "ollama/v1_chat_completions_request_json_schema.json",
+                "openai_compat/lmstudio_structured_request_doc.json",
+            ],
+            vec!["/max_tokens"],
+        ),
+        (
+            "ollama",
+            "",
+            ollama,
+            vec![
+                "ollama/chat_request_images.json",
+                "ollama/chat_request_structured_schema.json",
+                "ollama/chat_request_nostream.json",
+            ],
+            vec![],
+        ),
+    ];
+    for (decider, path, answer, documented, left_out) in cases {
+        let show = show.clone();
+        let server = Server::start(move |seen, _| match seen.url.as_str() {
+            "/api/show" => reply(200, &show),
+            _ => reply(200, &answer),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let base = format!("{}{path}", server.base);
+        let output = decide(decider, &base, &[observation(dir.path())], &[]);
+        assert!(output.status.success(), "{output:?}");
+        let sent = server
+            .requests()
+            .into_iter()
+            .find(|r| r.url != "/api/show")
+            .unwrap();
+        let mut ours = std::collections::BTreeSet::new();
+        key_paths(&sent.body, "", &mut ours);
+        for name in documented {
+            let mut theirs = std::collections::BTreeSet::new();
+            key_paths(&fixture(name), "", &mut theirs);
+            let missing: Vec<&String> = theirs
+                .iter()
+                .filter(|path| !ours.contains(*path) && !left_out.contains(&path.as_str()))
+                .collect();
+            assert!(missing.is_empty(), "{decider} lacks {missing:?} of {name}");
+        }
+    }
 }
