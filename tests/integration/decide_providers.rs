@@ -1272,17 +1272,48 @@ fn a_one_shot_decide_keeps_the_ask_for_one_action_and_forgets_a_stuck_reason_tol
 #[test]
 fn refusals_that_asking_again_cannot_change_stop_with_a_note_of_the_attempt() {
     let examples = fixture("openrouter/error_docs_examples.json");
+    let ollama_v1 = fixture("ollama/errors_openai_compat.json");
     let cases = [
-        (402, examples["402"].clone(), "Insufficient credits"),
         (
+            "openrouter",
+            402,
+            examples["402"].clone(),
+            "Insufficient credits",
+        ),
+        (
+            "openrouter",
             400,
             examples["availability_model_not_found_400_NOTE_no_code_field"].clone(),
             "not a valid model ID",
         ),
+        (
+            // Ollama's /v1 answers 400, not 404, for a model it has not pulled.
+            "openai",
+            400,
+            ollama_v1["example_400_from_test"].clone(),
+            "model not found",
+        ),
+        (
+            // Schemas Gemini cannot read: every request of the stage would fail the same way.
+            "gemini",
+            400,
+            fixture("gemini/error_400_bad_request_field_violations_mscraftsman53.json"),
+            "Invalid value at 'generation_config.response_schema'",
+        ),
+        (
+            "gemini",
+            400,
+            fixture("gemini/error_400_unknown_field_in_response_schema_pickarecipe29.json"),
+            "Unknown name",
+        ),
     ];
-    for (status, body, message) in cases {
-        let (events, code, requests, stderr) =
-            failing("openrouter", "/api/v1", status, body, Vec::new());
+    for (decider, status, body, message) in cases {
+        let path = if decider == "openrouter" {
+            "/api/v1"
+        } else {
+            ""
+        };
+        let (events, code, requests, stderr) = failing(decider, path, status, body, Vec::new());
         assert_eq!((code, requests), (Some(1), 1), "{message}");
         assert!(
             stderr.contains("refuses the request") && stderr.contains(message),

@@ -279,7 +279,7 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
                 message: message(),
             }))
         }
-        400 if marked_not_retryable(&answer.body) => refused(),
+        400 if marked_not_retryable(&answer.body) || refuses_the_setup(&answer.body) => refused(),
         402 => refused(),
         // OpenRouter's guardrails and moderation answer 403 for what the prompt holds (a
         // screen's text can look like an injection): this step's request, not the key.
@@ -306,6 +306,32 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
 /// OpenRouter's `availability` block says asking again will not help (`model_not_found`).
 fn marked_not_retryable(body: &Value) -> bool {
     body.pointer("/error/availability/retryable") == Some(&Value::Bool(false))
+}
+
+/// A 400 about what every request of this stage holds, not this step's screen: a model the
+/// server lacks (Ollama's /v1 says "model not found" with 400) or Gemini's field violations in
+/// the generation config or system instruction (a schema it cannot read).
+fn refuses_the_setup(body: &Value) -> bool {
+    let message = error_message(body).unwrap_or_default().to_ascii_lowercase();
+    let model_missing = body.pointer("/error/code").and_then(Value::as_str)
+        == Some("model_not_found")
+        || message.contains("model not found");
+    let fields = body
+        .pointer("/error/details")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|detail| detail.get("fieldViolations").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|violation| violation.get("field").and_then(Value::as_str))
+        .collect::<Vec<_>>();
+    let setup_fields = !fields.is_empty()
+        && fields.iter().all(|field| {
+            ["generation_config", "system_instruction"]
+                .iter()
+                .any(|setup| field.starts_with(setup))
+        });
+    model_missing || setup_fields
 }
 
 /// A 403 about the request's content ("Request blocked: prompt injection patterns detected",
