@@ -36,46 +36,120 @@ pub enum InvalidResponse {
     NoneUsable(Vec<String>),
 }
 
-/// Finds the answer's JSON: the whole text, a fenced block, or the first balanced object or
-/// array in prose.
+/// Most bytes the search for JSON in one answer examines, over all the places it starts from:
+/// prose full of brackets that never close (each start is then scanned to the end) gives up
+/// instead of taking quadratic time.
+const SCAN_BUDGET: usize = 1 << 24;
+
+/// The answer's JSON value most likely to be the decision (see [`candidates`]).
 pub fn extract_json(text: &str) -> Option<Value> {
+    candidates(text).into_iter().next()
+}
+
+/// The JSON values in an answer, the likeliest decision first: an object with an `actions`
+/// list, then a lone action or a list of actions, then an object whose `actions` is no list, in
+/// the order they appear within each kind. Values are looked for in the whole answer (also
+/// when it is a JSON string holding the answer), and as every balanced `{...}` or `[...]` in
+/// prose or fenced blocks (with or without a language tag), braces inside JSON strings
+/// respected; values nested in them count too (`{"answer": {"actions": [...]}}`). JSON that is
+/// no decision at all (`[1]` in "Button [1]") is no candidate.
+pub fn candidates(text: &str) -> Vec<Value> {
+    ranked(json_values(text))
+}
+
+/// Every JSON value in the answer (see [`candidates`]), nested ones included.
+fn json_values(text: &str) -> Vec<Value> {
     let trimmed = text.trim();
-    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
-        if value.is_object() || value.is_array() {
-            return Some(value);
-        }
+    let values = match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::String(inner)) => return json_values(&inner),
+        Ok(value) => vec![value],
+        Err(_) => balanced_values(trimmed),
+    };
+    let mut found = Vec::new();
+    for value in values {
+        nested(value, &mut found);
     }
-    for block in trimmed.split("```").skip(1).step_by(2) {
-        // Drop a language tag (```json) on the fence's line.
-        let body = match block.split_once('\n') {
-            Some((tag, rest)) if !tag.trim_start().starts_with(['{', '[']) => rest,
-            _ => block,
-        };
-        if let Ok(value) = serde_json::from_str::<Value>(body.trim()) {
-            return Some(value);
-        }
+    found
+}
+
+/// The values that may be a decision, likeliest first, in order within a kind.
+fn ranked(mut values: Vec<Value>) -> Vec<Value> {
+    values.retain(|value| rank(value) > 0);
+    values.sort_by_key(|value| std::cmp::Reverse(rank(value)));
+    values
+}
+
+/// How much a value looks like a decision: 3 an object with an `actions` list, 2 a lone action
+/// or a list holding one, 1 an object with a non-list `actions`, 0 anything else.
+fn rank(value: &Value) -> u8 {
+    let is_action = |item: &Value| item.get("action").is_some();
+    match value {
+        Value::Object(object) => match object.get("actions") {
+            Some(Value::Array(_)) => 3,
+            Some(_) => 1,
+            None if is_action(value) => 2,
+            None => 0,
+        },
+        Value::Array(items) if items.iter().any(is_action) => 2,
+        _ => 0,
     }
-    let bytes = trimmed.as_bytes();
-    for (start, &b) in bytes.iter().enumerate() {
-        if b == b'{' || b == b'[' {
-            if let Some(end) = balanced_end(&bytes[start..]) {
-                if let Ok(value) = serde_json::from_str::<Value>(&trimmed[start..start + end]) {
-                    return Some(value);
+}
+
+/// `value` and every object or array inside it, outer ones first.
+fn nested(value: Value, into: &mut Vec<Value>) {
+    let inner: Vec<Value> = match &value {
+        Value::Object(object) => object
+            .values()
+            .filter(|v| is_container(v))
+            .cloned()
+            .collect(),
+        Value::Array(items) => items.iter().filter(|v| is_container(v)).cloned().collect(),
+        _ => Vec::new(),
+    };
+    into.push(value);
+    for value in inner {
+        nested(value, into);
+    }
+}
+
+fn is_container(value: &Value) -> bool {
+    value.is_object() || value.is_array()
+}
+
+/// Every balanced `{...}` or `[...]` in `text` that is JSON, outermost ones, in order.
+fn balanced_values(text: &str) -> Vec<Value> {
+    let bytes = text.as_bytes();
+    let mut budget = SCAN_BUDGET;
+    let mut values = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() && budget > 0 {
+        if matches!(bytes[start], b'{' | b'[') {
+            if let Some(end) = balanced_end(&bytes[start..], &mut budget).map(|n| start + n) {
+                // Both ends are ASCII brackets, so char boundaries.
+                if let Ok(value) = serde_json::from_str(&text[start..end]) {
+                    values.push(value);
+                    start = end;
+                    continue;
                 }
             }
         }
+        start += 1;
     }
-    None
+    values
 }
 
-/// Length of the balanced `{...}` / `[...]` at the start of `bytes`, strings respected.
-fn balanced_end(bytes: &[u8]) -> Option<usize> {
-    let mut depth = 0usize;
+/// Length of the balanced `{...}` / `[...]` at the start of `bytes`, strings respected; `None`
+/// when it does not close, closes with the wrong bracket, holds a line break inside a string
+/// (no JSON string does: a quote of the prose's started it), or the budget runs out.
+fn balanced_end(bytes: &[u8], budget: &mut usize) -> Option<usize> {
+    let mut open = Vec::new();
     let mut in_string = false;
     let mut escaped = false;
     for (i, &b) in bytes.iter().enumerate() {
+        *budget = budget.checked_sub(1)?;
         if in_string {
             match (escaped, b) {
+                (_, b'\n') => return None,
                 (true, _) => escaped = false,
                 (false, b'\\') => escaped = true,
                 (false, b'"') => in_string = false,
@@ -85,10 +159,13 @@ fn balanced_end(bytes: &[u8]) -> Option<usize> {
         }
         match b {
             b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
+            b'{' => open.push(b'}'),
+            b'[' => open.push(b']'),
             b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
+                if open.pop() != Some(b) {
+                    return None;
+                }
+                if open.is_empty() {
                     return Some(i + 1);
                 }
             }
@@ -98,23 +175,44 @@ fn balanced_end(bytes: &[u8]) -> Option<usize> {
     None
 }
 
-/// Validates an answer against the observation it was asked about.
+/// Validates an answer against the observation it was asked about: the first candidate (see
+/// [`candidates`]) that gives a usable decision, else why the likeliest one does not.
 pub fn parse(
     text: &str,
     observation: &Observation,
     scale: Scale,
 ) -> Result<Parsed, InvalidResponse> {
-    let value = extract_json(text).ok_or(InvalidResponse::NoJson)?;
+    let values = json_values(text);
+    if values.is_empty() {
+        return Err(InvalidResponse::NoJson);
+    }
+    let mut first_error = None;
+    for value in ranked(values) {
+        match decision(value, observation, scale) {
+            Ok(parsed) => return Ok(parsed),
+            Err(invalid) => {
+                first_error.get_or_insert(invalid);
+            }
+        }
+    }
+    Err(first_error.unwrap_or(InvalidResponse::NoActions))
+}
+
+/// One candidate value as a decision.
+fn decision(
+    value: Value,
+    observation: &Observation,
+    scale: Scale,
+) -> Result<Parsed, InvalidResponse> {
     let (items, object) = match value {
         Value::Array(items) => (items, Map::new()),
         Value::Object(mut object) => match object.remove("actions") {
             Some(Value::Array(items)) => (items, object),
             Some(_) => return Err(InvalidResponse::NoActions),
             // A lone action object.
-            None if object.contains_key("action") => (vec![Value::Object(object)], Map::new()),
-            None => return Err(InvalidResponse::NoActions),
+            None => (vec![Value::Object(object)], Map::new()),
         },
-        _ => return Err(InvalidResponse::NoJson),
+        _ => return Err(InvalidResponse::NoActions),
     };
     if items.is_empty() {
         return Err(InvalidResponse::Empty);
@@ -304,6 +402,60 @@ mod tests {
         assert_eq!(extract_json(fenced).unwrap()["actions"][0], 1);
         assert_eq!(extract_json(prose).unwrap()["actions"][0]["action"], "back");
         assert_eq!(extract_json("no json here {oops"), None);
+    }
+
+    #[test]
+    fn the_decision_is_found_among_other_json_in_prose() {
+        let actions = r#"{"actions":[{"action":"back","action_desc":"b","reasoning":"r"}]}"#;
+        let cases = [
+            format!("I will tap Button [1] then {actions}"),
+            format!("Option {{a}} is worse; my answer: {actions}"),
+            format!("The list [\"Login\", \"Help\"] has two buttons. {actions}"),
+            format!("Say \"{{\" then {{\"note\": \"a }} and a {{\"}} and {actions}"),
+            format!("```\n{{\"screen\": \"login\"}}\n```\nthen\n```json\n{actions}\n```"),
+            format!("```JSON\n[1, 2]\n```\n```\n{actions}\n```"),
+            format!("```{actions}```"),
+            format!("{{\"answer\": {actions}}}"),
+            serde_json::to_string(&actions).unwrap(),
+        ];
+        for text in &cases {
+            let value = extract_json(text).unwrap_or_else(|| panic!("nothing in {text}"));
+            assert_eq!(value["actions"][0]["action"], "back", "{text}");
+            let parsed = parse(text, &observation(), Scale::IDENTITY);
+            assert_eq!(parsed.map(|p| p.actions.len()), Ok(1), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_decision_that_does_not_validate_gives_way_to_one_that_does() {
+        let text = r#"For example {"actions":[{"action":"fly"}]}, but really {"actions":[{"action":"back"}]}"#;
+        let parsed = parse(text, &observation(), Scale::IDENTITY).unwrap();
+        assert_eq!(parsed.actions[0].action, ActionType::Back);
+        // When none validates, the likeliest decision's reason is given.
+        let text = r#"Button [1] and {"actions":[{"action":"fly"}]}"#;
+        let parsed = parse(text, &observation(), Scale::IDENTITY);
+        assert!(
+            matches!(parsed, Err(InvalidResponse::NoneUsable(_))),
+            "{parsed:?}"
+        );
+        // JSON that is no decision at all: no actions list.
+        let text = "I would tap [1] or {\"x\": 2}";
+        let parsed = parse(text, &observation(), Scale::IDENTITY);
+        assert_eq!(parsed, Err(InvalidResponse::NoActions));
+    }
+
+    #[test]
+    fn pathological_prose_is_scanned_in_bounded_time() {
+        let text = format!("{}{}", "[\"".repeat(200_000), r#"{"actions":[]}"#);
+        // Whatever is found, the scan ends (the budget stops it).
+        let _ = extract_json(&text);
+        // Brackets that never close cost a scan to the end each, within the budget here.
+        let text = format!(
+            "{} {}",
+            "[ ".repeat(1_000),
+            r#"{"actions":[{"action":"back"}]}"#
+        );
+        assert!(extract_json(&text).is_some());
     }
 
     #[test]
