@@ -507,8 +507,7 @@ impl Stage {
             Ok(parsed) => {
                 self.single_action = false;
                 if !parsed.warnings.is_empty() {
-                    let message =
-                        format!("dropped from the answer: {}", parsed.warnings.join("; "));
+                    let message = format!("answer adjusted: {}", parsed.warnings.join("; "));
                     events.push(self.note(observation, "warning", Some(message), None));
                 }
                 for action in &parsed.actions {

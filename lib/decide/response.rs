@@ -220,9 +220,13 @@ fn decision(
     let mut warnings = Vec::new();
     let mut actions = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        match action(item, observation, scale) {
+        let mut notes = Vec::new();
+        let checked = action(item, observation, scale, &mut notes);
+        let number = index + 1;
+        warnings.extend(notes.iter().map(|note| format!("action {number}: {note}")));
+        match checked {
             Ok(action) => actions.push(action),
-            Err(reason) => warnings.push(format!("action {}: {reason}", index + 1)),
+            Err(reason) => warnings.push(format!("action {number} dropped: {reason}")),
         }
     }
     if actions.is_empty() {
@@ -244,8 +248,14 @@ fn decision(
     })
 }
 
-/// One validated action, or why it was dropped.
-fn action(item: &Value, observation: &Observation, scale: Scale) -> Result<Action, String> {
+/// One validated action, or why it was dropped; what was changed to make it usable goes to
+/// `notes`.
+fn action(
+    item: &Value,
+    observation: &Observation,
+    scale: Scale,
+    notes: &mut Vec<String>,
+) -> Result<Action, String> {
     let object = item.as_object().ok_or("not an object")?;
     let name = object
         .get("action")
@@ -276,6 +286,12 @@ fn action(item: &Value, observation: &Observation, scale: Scale) -> Result<Actio
         None | Some(Value::Null) => None,
         Some(value) => Some(device_box(value, scale)?),
     };
+    let screen = screen_of(observation);
+    // A ref wins over the box, so only a box that is used must lie on the screen.
+    let model_box = match (reference, model_box, screen) {
+        (None, Some(target), Some(screen)) => Some(on_screen(target, screen, notes)?),
+        (_, target, _) => target,
+    };
     let snapped = match (reference, model_box) {
         (Some(r), _) => {
             let element = element_by_ref(observation, r).ok_or(format!("no element [ref={r}]"))?;
@@ -288,6 +304,13 @@ fn action(item: &Value, observation: &Observation, scale: Scale) -> Result<Actio
     action.ref_id = snapped.and_then(|e| e.ref_id).or(reference);
     if let Some(point) = object.get("point").and_then(Value::as_array) {
         action.point = point_of(point, scale);
+    }
+    if let (Some([x, y]), Some([width, height])) = (action.point, screen) {
+        if !(0..width).contains(&x) || !(0..height).contains(&y) {
+            return Err(format!(
+                "point [{x}, {y}] is off the {width}x{height} screen"
+            ));
+        }
     }
     let needs_target = matches!(
         kind,
@@ -311,6 +334,47 @@ fn point_of(values: &[Value], scale: Scale) -> Option<[i64; 2]> {
         (x.as_f64()? * scale.x).round() as i64,
         (y.as_f64()? * scale.y).round() as i64,
     ])
+}
+
+/// The observation's screen size in device pixels, when it is known.
+fn screen_of(observation: &Observation) -> Option<[i64; 2]> {
+    match observation.screen_size {
+        Some([width, height]) if width > 0 && height > 0 => {
+            Some([i64::from(width), i64::from(height)])
+        }
+        _ => None,
+    }
+}
+
+/// A box (device pixels) on a `width` x `height` screen: as it is when it lies within the
+/// screen, clamped to the screen (with a note) when it reaches past an edge, an error when no
+/// pixel of it is on the screen (all of it left of x 0, above y 0, or at or past x `width` or y
+/// `height`).
+fn on_screen(
+    target: BoundingBox,
+    [width, height]: [i64; 2],
+    notes: &mut Vec<String>,
+) -> Result<BoundingBox, String> {
+    let ([x1, y1], [x2, y2]) = (target.top_left, target.bottom_right);
+    let shown = format!("[{x1},{y1}][{x2},{y2}]");
+    if x2 < 0 || y2 < 0 || x1 >= width || y1 >= height {
+        return Err(format!(
+            "target_bounding_box {shown} is off the {width}x{height} screen"
+        ));
+    }
+    let clamped = BoundingBox {
+        top_left: [x1.max(0), y1.max(0)],
+        bottom_right: [x2.min(width), y2.min(height)],
+    };
+    if clamped != target {
+        let [a, b] = clamped.top_left;
+        let [c, d] = clamped.bottom_right;
+        notes.push(format!(
+            "target_bounding_box {shown} reaches past the {width}x{height} screen, clamped to \
+             [{a},{b}][{c},{d}]"
+        ));
+    }
+    Ok(clamped)
 }
 
 /// A model's box in device pixels; corners must be pairs of numbers.
@@ -487,6 +551,55 @@ mod tests {
         );
         assert_eq!(parsed.warnings.len(), 2);
         assert!(parsed.warnings[0].contains("unknown action \"fly\""));
+    }
+
+    #[test]
+    fn boxes_and_points_off_the_screen_are_dropped_and_boxes_past_an_edge_clamped() {
+        let obs = Observation {
+            screen_size: Some([1080, 2400]),
+            ..observation()
+        };
+        let text = r#"[
+            {"action":"click","target_bounding_box":{"top_left":[1200,100],"bottom_right":[1300,200]}},
+            {"action":"tap","target_bounding_box":{"top_left":[900,2300],"bottom_right":[1200,2500]}},
+            {"action":"tap","point":[-5,10]},
+            {"action":"click","ref":11,"target_bounding_box":{"top_left":[-90,-90],"bottom_right":[-10,-10]}},
+            {"action":"tap","target_bounding_box":{"top_left":[0,2400],"bottom_right":[50,2450]}},
+            {"action":"tap","point":[1079,2399]}
+        ]"#;
+        let parsed = parse(text, &obs, Scale::IDENTITY).unwrap();
+        let kept: Vec<_> = parsed.actions.iter().map(|a| a.action).collect();
+        assert_eq!(kept, [ActionType::Tap, ActionType::Click, ActionType::Tap]);
+        assert_eq!(
+            parsed.actions[0].target_bounding_box,
+            Some(BoundingBox {
+                top_left: [900, 2300],
+                bottom_right: [1080, 2400]
+            })
+        );
+        // The ref wins: its element's box, the model's off-screen box ignored.
+        assert_eq!(parsed.actions[1].ref_id, Some(11));
+        assert_eq!(
+            parsed.warnings,
+            [
+                "action 1 dropped: target_bounding_box [1200,100][1300,200] is off the \
+                 1080x2400 screen",
+                "action 2: target_bounding_box [900,2300][1200,2500] reaches past the 1080x2400 \
+                 screen, clamped to [900,2300][1080,2400]",
+                "action 3 dropped: point [-5, 10] is off the 1080x2400 screen",
+                "action 5 dropped: target_bounding_box [0,2400][50,2450] is off the 1080x2400 \
+                 screen",
+            ]
+        );
+        // Boxes in screenshot pixels are judged once mapped to the device's.
+        let text = r#"{"action":"tap","target_bounding_box":{"top_left":[545,10],"bottom_right":[600,60]}}"#;
+        let half = Scale { x: 2.0, y: 2.0 };
+        assert!(matches!(
+            parse(text, &obs, half),
+            Err(InvalidResponse::NoneUsable(_))
+        ));
+        // An unknown screen size judges nothing.
+        assert!(parse(text, &observation(), half).is_ok());
     }
 
     #[test]
