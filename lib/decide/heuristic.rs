@@ -28,8 +28,8 @@ use super::graph::{
 };
 use super::response::MAX_ACTIONS;
 use super::widgets::{
-    bounding_box, controls, is_actionable, is_submit, label_in, primary_action, rank, shape,
-    signature, Rank,
+    bounding_box, controls, describe, is_actionable, is_submit, label_in, primary_action, rank,
+    shape, signature, Rank,
 };
 use super::Credentials;
 use crate::events::{Action, ActionType, Decision, Observation};
@@ -895,13 +895,7 @@ fn back(why: String) -> Choice {
 /// An action on an element, carrying its `ref` and bounding box.
 pub fn act_on(elements: &[UiElement], element: &UiElement, kind: ActionType, why: &str) -> Action {
     let mut action = Action::new(kind);
-    let name = label_in(elements, element);
-    let class = element.class_name.rsplit('.').next().unwrap_or("");
-    action.action_desc = Some(if name.is_empty() {
-        format!("{kind} {class}")
-    } else {
-        format!("{kind} {class} \"{name}\"")
-    });
+    action.action_desc = Some(describe(elements, element, kind));
     action.reasoning = Some(why.to_string());
     action.target_bounding_box = Some(bounding_box(element.bounds));
     action.ref_id = element.ref_id;

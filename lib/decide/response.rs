@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::prompt::Scale;
-use super::widgets::{bounding_box, element_by_ref, is_actionable};
+use super::widgets::{bounding_box, describe, element_by_ref, is_actionable};
 use crate::events::{Action, ActionType, BoundingBox, Observation};
 use crate::ui::{Bounds, UiElement};
 
@@ -262,17 +262,23 @@ fn action(
         .and_then(Value::as_str)
         .ok_or("no \"action\"")?;
     let kind = ActionType::parse(name.trim()).ok_or_else(|| format!("unknown action {name:?}"))?;
-    let text_field = |field: &str| {
+    // Words of a field: a non-blank string; anything else counts as missing.
+    let words = |field: &str| {
         object
             .get(field)
             .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
             .map(str::to_string)
-            .filter(|s| !s.is_empty())
     };
     let mut action = Action::new(kind);
-    action.action_desc = text_field("action_desc");
-    action.reasoning = text_field("reasoning");
-    action.input_text = text_field("input_text");
+    action.action_desc = words("action_desc");
+    action.reasoning = words("reasoning");
+    // Typed as given (spaces too); a number (a PIN, an amount) is typed as written.
+    action.input_text = match object.get("input_text") {
+        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+        Some(Value::Number(number)) => Some(number.to_string()),
+        _ => None,
+    };
     let reference = match object.get("ref") {
         None | Some(Value::Null) => None,
         Some(value) => Some(
@@ -325,7 +331,32 @@ fn action(
     if kind == ActionType::Input && action.input_text.is_none() {
         return Err("input without input_text".into());
     }
+    if action.action_desc.is_none() {
+        let filled = match snapped {
+            Some(element) => describe(&observation.elements, element, kind),
+            None => describe_where(&action),
+        };
+        notes.push(format!("no action_desc, filled in as {filled:?}"));
+        action.action_desc = Some(filled);
+    }
+    if action.reasoning.is_none() {
+        notes.push("no reasoning".into());
+    }
     Ok(action)
+}
+
+/// An action not on an element, described by where it acts: `tap [x1,y1][x2,y2]`, `tap (x, y)`,
+/// or its type alone (`back`).
+fn describe_where(action: &Action) -> String {
+    let kind = action.action;
+    match (action.target_bounding_box, action.point) {
+        (Some(b), _) => format!(
+            "{kind} [{},{}][{},{}]",
+            b.top_left[0], b.top_left[1], b.bottom_right[0], b.bottom_right[1]
+        ),
+        (None, Some([x, y])) => format!("{kind} ({x}, {y})"),
+        (None, None) => kind.to_string(),
+    }
 }
 
 fn point_of(values: &[Value], scale: Scale) -> Option<[i64; 2]> {
@@ -457,6 +488,14 @@ mod tests {
         }
     }
 
+    /// [`observation`] on a 1080x2400 screen.
+    fn phone() -> Observation {
+        Observation {
+            screen_size: Some([1080, 2400]),
+            ..observation()
+        }
+    }
+
     #[test]
     fn json_is_found_bare_fenced_and_in_prose() {
         let bare = r#"{"actions":[]}"#;
@@ -549,16 +588,18 @@ mod tests {
             parsed.actions[0].input_text.as_deref(),
             Some("{{test_password}}")
         );
-        assert_eq!(parsed.warnings.len(), 2);
-        assert!(parsed.warnings[0].contains("unknown action \"fly\""));
+        let dropped: Vec<_> = parsed
+            .warnings
+            .iter()
+            .filter(|w| w.contains("dropped"))
+            .collect();
+        assert_eq!(dropped.len(), 2);
+        assert!(dropped[0].contains("unknown action \"fly\""));
     }
 
     #[test]
     fn boxes_and_points_off_the_screen_are_dropped_and_boxes_past_an_edge_clamped() {
-        let obs = Observation {
-            screen_size: Some([1080, 2400]),
-            ..observation()
-        };
+        let obs = phone();
         let text = r#"[
             {"action":"click","target_bounding_box":{"top_left":[1200,100],"bottom_right":[1300,200]}},
             {"action":"tap","target_bounding_box":{"top_left":[900,2300],"bottom_right":[1200,2500]}},
@@ -579,8 +620,13 @@ mod tests {
         );
         // The ref wins: its element's box, the model's off-screen box ignored.
         assert_eq!(parsed.actions[1].ref_id, Some(11));
+        let judged: Vec<_> = parsed
+            .warnings
+            .iter()
+            .filter(|w| w.contains("screen"))
+            .collect();
         assert_eq!(
-            parsed.warnings,
+            judged,
             [
                 "action 1 dropped: target_bounding_box [1200,100][1300,200] is off the \
                  1080x2400 screen",
@@ -600,6 +646,49 @@ mod tests {
         ));
         // An unknown screen size judges nothing.
         assert!(parse(text, &observation(), half).is_ok());
+    }
+
+    #[test]
+    fn a_missing_description_is_filled_in_and_a_missing_reasoning_noted() {
+        let obs = phone();
+        let text = r#"[
+            {"action":"click","ref":11},
+            {"action":"back","action_desc":"  ","reasoning":5},
+            {"action":"tap","point":[540,1200],"action_desc":7,"reasoning":"r"},
+            {"action":"tap","target_bounding_box":{"top_left":[0,2000],"bottom_right":[100,2100]},"reasoning":"r"},
+            {"action":"input","ref":10,"input_text":1234,"action_desc":"type the PIN","reasoning":"r"},
+            {"action_desc":"tap Help","ref":11,"reasoning":"r"}
+        ]"#;
+        let parsed = parse(text, &obs, Scale::IDENTITY).unwrap();
+        let described: Vec<_> = parsed
+            .actions
+            .iter()
+            .map(|a| a.action_desc.as_deref().unwrap())
+            .collect();
+        assert_eq!(
+            described,
+            [
+                "click Button \"Help\"",
+                "back",
+                "tap (540, 1200)",
+                "tap [0,2000][100,2100]",
+                "type the PIN"
+            ]
+        );
+        assert_eq!(parsed.actions[0].reasoning, None);
+        assert_eq!(parsed.actions[4].input_text.as_deref(), Some("1234"));
+        assert_eq!(
+            parsed.warnings,
+            [
+                "action 1: no action_desc, filled in as \"click Button \\\"Help\\\"\"",
+                "action 1: no reasoning",
+                "action 2: no action_desc, filled in as \"back\"",
+                "action 2: no reasoning",
+                "action 3: no action_desc, filled in as \"tap (540, 1200)\"",
+                "action 4: no action_desc, filled in as \"tap [0,2000][100,2100]\"",
+                "action 6 dropped: no \"action\"",
+            ]
+        );
     }
 
     #[test]

@@ -328,6 +328,18 @@ pub fn reference(observation: &Observation, element: &UiElement) -> u32 {
     }
 }
 
+/// How a decision names an action on an element: its type, the element's short class and its
+/// label (`click Button "Login"`), or without a label `click ImageButton`.
+pub fn describe(elements: &[UiElement], element: &UiElement, kind: ActionType) -> String {
+    let name = label_in(elements, element);
+    let class = element.class_name.rsplit('.').next().unwrap_or("");
+    if name.is_empty() {
+        format!("{kind} {class}")
+    } else {
+        format!("{kind} {class} \"{name}\"")
+    }
+}
+
 pub fn bounding_box(bounds: Bounds) -> BoundingBox {
     BoundingBox {
         top_left: [i64::from(bounds.x1), i64::from(bounds.y1)],
