@@ -503,7 +503,11 @@ impl Stage {
         meta.tokens_in = generation.tokens_in;
         meta.tokens_out = generation.tokens_out;
         meta.response = Some(generation.text.clone());
-        match response::parse(&generation.text, observation, built.scale) {
+        let most = match self.single_action {
+            true => 1,
+            false => response::MAX_ACTIONS,
+        };
+        match response::parse(&generation.text, observation, built.scale, most) {
             Ok(parsed) => {
                 self.single_action = false;
                 if !parsed.warnings.is_empty() {

@@ -176,11 +176,14 @@ fn balanced_end(bytes: &[u8], budget: &mut usize) -> Option<usize> {
 }
 
 /// Validates an answer against the observation it was asked about: the first candidate (see
-/// [`candidates`]) that gives a usable decision, else why the likeliest one does not.
+/// [`candidates`]) that gives a usable decision, else why the likeliest one does not. Of the
+/// usable actions the first `most` are kept (1 when the request asked for one action,
+/// [`MAX_ACTIONS`] otherwise), the others listed in the warnings.
 pub fn parse(
     text: &str,
     observation: &Observation,
     scale: Scale,
+    most: usize,
 ) -> Result<Parsed, InvalidResponse> {
     let values = json_values(text);
     if values.is_empty() {
@@ -188,7 +191,7 @@ pub fn parse(
     }
     let mut first_error = None;
     for value in ranked(values) {
-        match decision(value, observation, scale) {
+        match decision(value, observation, scale, most) {
             Ok(parsed) => return Ok(parsed),
             Err(invalid) => {
                 first_error.get_or_insert(invalid);
@@ -203,6 +206,7 @@ fn decision(
     value: Value,
     observation: &Observation,
     scale: Scale,
+    most: usize,
 ) -> Result<Parsed, InvalidResponse> {
     let (items, object) = match value {
         Value::Array(items) => (items, Map::new()),
@@ -232,12 +236,14 @@ fn decision(
     if actions.is_empty() {
         return Err(InvalidResponse::NoneUsable(warnings));
     }
-    if actions.len() > MAX_ACTIONS {
-        warnings.push(format!(
-            "{} actions given, kept the first {MAX_ACTIONS}",
-            actions.len()
-        ));
-        actions.truncate(MAX_ACTIONS);
+    let most = most.clamp(1, MAX_ACTIONS);
+    if actions.len() > most {
+        let given = actions.len();
+        warnings.push(match most {
+            1 => format!("{given} usable actions where one was asked for, kept the first"),
+            _ => format!("{given} usable actions, kept the first {most}"),
+        });
+        actions.truncate(most);
     }
     let flag = |name: &str| object.get(name).and_then(Value::as_bool).unwrap_or(false);
     Ok(Parsed {
@@ -524,7 +530,7 @@ mod tests {
         for text in &cases {
             let value = extract_json(text).unwrap_or_else(|| panic!("nothing in {text}"));
             assert_eq!(value["actions"][0]["action"], "back", "{text}");
-            let parsed = parse(text, &observation(), Scale::IDENTITY);
+            let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS);
             assert_eq!(parsed.map(|p| p.actions.len()), Ok(1), "{text}");
         }
     }
@@ -532,18 +538,18 @@ mod tests {
     #[test]
     fn a_decision_that_does_not_validate_gives_way_to_one_that_does() {
         let text = r#"For example {"actions":[{"action":"fly"}]}, but really {"actions":[{"action":"back"}]}"#;
-        let parsed = parse(text, &observation(), Scale::IDENTITY).unwrap();
+        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS).unwrap();
         assert_eq!(parsed.actions[0].action, ActionType::Back);
         // When none validates, the likeliest decision's reason is given.
         let text = r#"Button [1] and {"actions":[{"action":"fly"}]}"#;
-        let parsed = parse(text, &observation(), Scale::IDENTITY);
+        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS);
         assert!(
             matches!(parsed, Err(InvalidResponse::NoneUsable(_))),
             "{parsed:?}"
         );
         // JSON that is no decision at all: no actions list.
         let text = "I would tap [1] or {\"x\": 2}";
-        let parsed = parse(text, &observation(), Scale::IDENTITY);
+        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS);
         assert_eq!(parsed, Err(InvalidResponse::NoActions));
     }
 
@@ -566,7 +572,7 @@ mod tests {
         let text = r#"{"actions":[{"action":"click","action_desc":"login","reasoning":"r",
             "target_bounding_box":{"top_left":[25,110],"bottom_right":[500,160]}}]}"#;
         let scale = Scale { x: 2.0, y: 2.0 };
-        let parsed = parse(text, &observation(), scale).unwrap();
+        let parsed = parse(text, &observation(), scale, MAX_ACTIONS).unwrap();
         let action = &parsed.actions[0];
         assert_eq!(action.ref_id, Some(10));
         assert_eq!(
@@ -581,7 +587,7 @@ mod tests {
     #[test]
     fn unknown_and_incomplete_actions_are_dropped_with_warnings() {
         let text = r#"[{"action":"fly"},{"action":"click"},{"action":"input","ref":11,"input_text":"{{test_password}}"},{"action":"back"}]"#;
-        let parsed = parse(text, &observation(), Scale::IDENTITY).unwrap();
+        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS).unwrap();
         assert_eq!(parsed.actions.len(), 2);
         // The placeholder stays: droid-act types the password.
         assert_eq!(
@@ -608,7 +614,7 @@ mod tests {
             {"action":"tap","target_bounding_box":{"top_left":[0,2400],"bottom_right":[50,2450]}},
             {"action":"tap","point":[1079,2399]}
         ]"#;
-        let parsed = parse(text, &obs, Scale::IDENTITY).unwrap();
+        let parsed = parse(text, &obs, Scale::IDENTITY, MAX_ACTIONS).unwrap();
         let kept: Vec<_> = parsed.actions.iter().map(|a| a.action).collect();
         assert_eq!(kept, [ActionType::Tap, ActionType::Click, ActionType::Tap]);
         assert_eq!(
@@ -641,11 +647,11 @@ mod tests {
         let text = r#"{"action":"tap","target_bounding_box":{"top_left":[545,10],"bottom_right":[600,60]}}"#;
         let half = Scale { x: 2.0, y: 2.0 };
         assert!(matches!(
-            parse(text, &obs, half),
+            parse(text, &obs, half, MAX_ACTIONS),
             Err(InvalidResponse::NoneUsable(_))
         ));
         // An unknown screen size judges nothing.
-        assert!(parse(text, &observation(), half).is_ok());
+        assert!(parse(text, &observation(), half, MAX_ACTIONS).is_ok());
     }
 
     #[test]
@@ -659,7 +665,7 @@ mod tests {
             {"action":"input","ref":10,"input_text":1234,"action_desc":"type the PIN","reasoning":"r"},
             {"action_desc":"tap Help","ref":11,"reasoning":"r"}
         ]"#;
-        let parsed = parse(text, &obs, Scale::IDENTITY).unwrap();
+        let parsed = parse(text, &obs, Scale::IDENTITY, MAX_ACTIONS).unwrap();
         let described: Vec<_> = parsed
             .actions
             .iter()
@@ -692,9 +698,21 @@ mod tests {
     }
 
     #[test]
+    fn one_action_asked_for_keeps_the_first_usable_one() {
+        let text = r#"[{"action":"fly"},{"action":"back"},{"action":"home"}]"#;
+        let parsed = parse(text, &observation(), Scale::IDENTITY, 1).unwrap();
+        assert_eq!(parsed.actions.len(), 1);
+        assert_eq!(parsed.actions[0].action, ActionType::Back);
+        assert_eq!(
+            parsed.warnings.last().unwrap(),
+            "2 usable actions where one was asked for, kept the first"
+        );
+    }
+
+    #[test]
     fn invalid_answers() {
         let obs = observation();
-        let parse = |text| parse(text, &obs, Scale::IDENTITY);
+        let parse = |text| parse(text, &obs, Scale::IDENTITY, MAX_ACTIONS);
         assert_eq!(parse("hello"), Err(InvalidResponse::NoJson));
         assert_eq!(parse(r#"{"actions":[]}"#), Err(InvalidResponse::Empty));
         assert_eq!(parse(r#"{"plan":"x"}"#), Err(InvalidResponse::NoActions));
@@ -705,5 +723,9 @@ mod tests {
             .collect();
         let parsed = parse(&format!("[{}]", many.join(","))).unwrap();
         assert_eq!(parsed.actions.len(), MAX_ACTIONS);
+        assert_eq!(
+            parsed.warnings.last().unwrap(),
+            "14 usable actions, kept the first 12"
+        );
     }
 }

@@ -370,6 +370,48 @@ fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_on
 }
 
 #[test]
+fn an_answer_with_several_actions_where_one_was_asked_for_keeps_the_first() {
+    // Step 1's answer is unusable, so step 2 asks for one action; the model still sends three.
+    let bad = fixture("gemini/generateContent_response_image_cookbook.json");
+    let mut three = bad.clone();
+    let action = |what: &str| json!({"action": what, "action_desc": what, "reasoning": "r"});
+    three["candidates"][0]["content"]["parts"][0]["text"] = Value::from(
+        json!({"actions": [action("back"), action("scroll_down"), action("home")]}).to_string(),
+    );
+    let server = Server::start(move |_, index| reply(200, if index == 0 { &bad } else { &three }));
+    let dir = tempfile::tempdir().unwrap();
+    let line = observation(dir.path());
+    let output = decide(
+        "gemini",
+        &server.base,
+        &[line.clone(), line.clone(), line],
+        &[],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let decisions = of_type(&events, "decision");
+    let kinds = |i: usize| -> Vec<&str> {
+        let actions = decisions[i]["actions"].as_array().unwrap();
+        actions
+            .iter()
+            .map(|a| a["action"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(kinds(1), ["back"], "{}", decisions[1]);
+    assert_eq!(decisions[1]["decider"], "gemini");
+    let warned = of_type(&events, "note").into_iter().any(|n| {
+        n["kind"] == "warning"
+            && n["message"]
+                .as_str()
+                .unwrap()
+                .contains("3 usable actions where one was asked for, kept the first")
+    });
+    assert!(warned, "{events:?}");
+    // The ask for one action ends with a usable answer: step 3 takes the whole batch.
+    assert_eq!(kinds(2), ["back", "scroll_down", "home"]);
+}
+
+#[test]
 fn openrouter_success_with_prose_wrapped_json() {
     let mut body = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
     body["choices"][0]["message"]["content"] =
