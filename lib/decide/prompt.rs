@@ -73,9 +73,21 @@ pub struct Context<'a> {
     pub single_action: bool,
 }
 
-/// The default system prompt for the settings (package, allowed packages, credentials).
-pub fn default_system_prompt(settings: &PromptSettings) -> String {
-    let app = settings.package.as_deref().unwrap_or("the app under test");
+/// The default system prompt for the settings (package, allowed packages, credentials) and
+/// what the model is sent: the app under test is `settings.package` (`--package`, else the
+/// run's), else the observed screen's package; coordinates are the screenshot's pixels when
+/// `vision` (a screenshot is attached), else device pixels, elements being named by the tree's
+/// refs.
+pub fn default_system_prompt(
+    settings: &PromptSettings,
+    observation: &Observation,
+    vision: bool,
+) -> String {
+    let app = settings
+        .package
+        .as_deref()
+        .or(observation.package.as_deref())
+        .unwrap_or("the app under test");
     let mut text = format!(
         "You are an expert Android tester exploring {app} on your own. Goal: visit every screen \
          and try every feature at least once, preferring actions you have not tried yet. Stay \
@@ -105,9 +117,27 @@ pub fn default_system_prompt(settings: &PromptSettings) -> String {
         " Avoid logging out, deleting data or uninstalling until everything else is explored. \
          Answer with JSON only, matching the schema: {\"actions\": [...], \"signup_completed\": \
          bool}. Each action has action (one of the allowed types), action_desc, reasoning, and \
-         for actions on an element target_bounding_box {\"top_left\": [x, y], \"bottom_right\": \
-         [x, y]} in image pixels or ref (the element's [ref=N]); input actions also input_text.",
+         for actions on an element ",
     );
+    let target_box = "target_bounding_box {\"top_left\": [x, y], \"bottom_right\": [x, y]}";
+    if vision {
+        let _ = write!(
+            text,
+            "{target_box} in the screenshot's pixels or ref (the element's [ref=N] in the list \
+             of elements)"
+        );
+    } else {
+        let screen = match observation.screen_size {
+            Some([width, height]) => format!(" of the {width}x{height} screen"),
+            None => String::new(),
+        };
+        let _ = write!(
+            text,
+            "ref (the element's [ref=N] in the UI tree), or else {target_box} in device \
+             pixels{screen}"
+        );
+    }
+    text.push_str("; input actions also input_text.");
     text
 }
 
@@ -147,10 +177,6 @@ pub fn response_schema() -> Value {
 
 /// Builds the prompt for one observation.
 pub fn build(observation: &Observation, context: &Context<'_>, settings: &PromptSettings) -> Built {
-    let system = settings
-        .system_prompt
-        .clone()
-        .unwrap_or_else(|| default_system_prompt(settings));
     let (image, scale, fallback) = if settings.text_only {
         (None, Scale::IDENTITY, None)
     } else {
@@ -159,6 +185,10 @@ pub fn build(observation: &Observation, context: &Context<'_>, settings: &Prompt
             Err(reason) => (None, Scale::IDENTITY, Some(reason)),
         }
     };
+    let system = settings
+        .system_prompt
+        .clone()
+        .unwrap_or_else(|| default_system_prompt(settings, observation, image.is_some()));
     let user = user_text(observation, context, image.is_some(), scale);
     Built {
         prompt: Prompt {
@@ -329,12 +359,17 @@ mod tests {
         }
     }
 
+    /// [`observation`] with a 1080x2400 screenshot saved in `dir`.
+    fn with_screenshot(dir: &std::path::Path) -> Observation {
+        let path = dir.join("shot.png");
+        image::RgbImage::new(1080, 2400).save(&path).unwrap();
+        observation(Some(path.display().to_string()))
+    }
+
     #[test]
     fn large_screenshots_are_downscaled_and_scaled_back() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("shot.png");
-        image::RgbImage::new(1080, 2400).save(&path).unwrap();
-        let obs = observation(Some(path.display().to_string()));
+        let obs = with_screenshot(dir.path());
         let built = build(&obs, &Context::default(), &PromptSettings::default());
         let image = built.prompt.image.expect("image");
         let sent = image::load_from_memory(&image.png).unwrap();
@@ -387,6 +422,62 @@ mod tests {
     }
 
     #[test]
+    fn the_system_prompt_names_the_app_under_test() {
+        let text_only = PromptSettings {
+            text_only: true,
+            ..PromptSettings::default()
+        };
+        // No --package and no run_started: the observed screen's package.
+        let system = build(&observation(None), &Context::default(), &text_only)
+            .prompt
+            .system;
+        assert!(
+            system.contains("exploring com.app on your own") && system.contains("inside com.app"),
+            "{system}"
+        );
+        // The configured package wins over the screen's (a browser the app opened).
+        let settings = PromptSettings {
+            package: Some("com.shop".into()),
+            ..text_only
+        };
+        let system = build(&observation(None), &Context::default(), &settings)
+            .prompt
+            .system;
+        assert!(system.contains("inside com.shop") && !system.contains("com.app"));
+    }
+
+    #[test]
+    fn coordinates_are_explained_for_what_the_model_is_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let shot = with_screenshot(dir.path());
+        let system = |obs: &Observation, settings: &PromptSettings| {
+            build(obs, &Context::default(), settings).prompt.system
+        };
+        let vision = system(&shot, &PromptSettings::default());
+        assert!(vision.contains("in the screenshot's pixels"), "{vision}");
+        let text_only = PromptSettings {
+            text_only: true,
+            ..PromptSettings::default()
+        };
+        // Text mode, and vision mode without a readable screenshot: no image is sent.
+        for text in [
+            system(&shot, &text_only),
+            system(&observation(None), &PromptSettings::default()),
+        ] {
+            let lower = text.to_lowercase();
+            assert!(
+                !lower.contains("image") && !lower.contains("screenshot"),
+                "{text}"
+            );
+            assert!(
+                text.contains("[ref=N] in the UI tree")
+                    && text.contains("device pixels of the 1080x2400 screen"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn system_prompt_names_credentials_but_never_the_password() {
         let settings = PromptSettings {
             package: Some("com.app".into()),
@@ -398,7 +489,7 @@ mod tests {
             },
             ..PromptSettings::default()
         };
-        let system = default_system_prompt(&settings);
+        let system = default_system_prompt(&settings, &observation(None), false);
         assert!(system.contains("tester@example.com") && system.contains("com.android.chrome"));
         assert!(system.contains(PASSWORD_PLACEHOLDER) && !system.contains("hunter2"));
         let replaced = PromptSettings {
