@@ -1,6 +1,7 @@
-//! Reading a model's answer: find the JSON (bare, fenced or wrapped in prose), validate it
-//! (1–12 actions, required fields, known action types, numeric boxes), map boxes from image
-//! pixels to device pixels and snap them to the element under them.
+//! Reading a model's answer: find the JSON value that is the decision (bare, fenced or among
+//! other JSON in prose), validate it (1–12 actions, or the one asked for; required fields, a
+//! missing `action_desc` filled in; known action types; numeric boxes on the screen), map boxes
+//! from image pixels to device pixels and snap them to the element under them.
 
 use serde_json::{Map, Value};
 
@@ -356,10 +357,7 @@ fn action(
 fn describe_where(action: &Action) -> String {
     let kind = action.action;
     match (action.target_bounding_box, action.point) {
-        (Some(b), _) => format!(
-            "{kind} [{},{}][{},{}]",
-            b.top_left[0], b.top_left[1], b.bottom_right[0], b.bottom_right[1]
-        ),
+        (Some(target), _) => format!("{kind} {}", shown(&target)),
         (None, Some([x, y])) => format!("{kind} ({x}, {y})"),
         (None, None) => kind.to_string(),
     }
@@ -393,10 +391,11 @@ fn on_screen(
     notes: &mut Vec<String>,
 ) -> Result<BoundingBox, String> {
     let ([x1, y1], [x2, y2]) = (target.top_left, target.bottom_right);
-    let shown = format!("[{x1},{y1}][{x2},{y2}]");
+    let screen = format!("the {width}x{height} screen");
     if x2 < 0 || y2 < 0 || x1 >= width || y1 >= height {
         return Err(format!(
-            "target_bounding_box {shown} is off the {width}x{height} screen"
+            "target_bounding_box {} is off {screen}",
+            shown(&target)
         ));
     }
     let clamped = BoundingBox {
@@ -404,14 +403,19 @@ fn on_screen(
         bottom_right: [x2.min(width), y2.min(height)],
     };
     if clamped != target {
-        let [a, b] = clamped.top_left;
-        let [c, d] = clamped.bottom_right;
         notes.push(format!(
-            "target_bounding_box {shown} reaches past the {width}x{height} screen, clamped to \
-             [{a},{b}][{c},{d}]"
+            "target_bounding_box {} reaches past {screen}, clamped to {}",
+            shown(&target),
+            shown(&clamped)
         ));
     }
     Ok(clamped)
+}
+
+/// A box as uiautomator writes bounds: `[x1,y1][x2,y2]`.
+fn shown(target: &BoundingBox) -> String {
+    let ([x1, y1], [x2, y2]) = (target.top_left, target.bottom_right);
+    format!("[{x1},{y1}][{x2},{y2}]")
 }
 
 /// A model's box in device pixels; corners must be pairs of numbers.
