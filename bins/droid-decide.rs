@@ -85,7 +85,8 @@ struct Args {
     /// Seed of the heuristic's tie-breaks and of random.
     #[arg(long, default_value_t = 0, env = "DROID_SEED")]
     seed: u64,
-    /// The app under test (default: the run_started event's package).
+    /// The app under test [default: the run_started event's package, else the first observed
+    /// screen's].
     #[arg(long, env = "DROID_PACKAGE")]
     package: Option<String>,
     /// Another package the exploration may enter (repeatable).

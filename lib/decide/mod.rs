@@ -300,6 +300,7 @@ impl Stage {
         for event in history {
             match event {
                 Event::Observation(observation) => {
+                    self.adopt_package(observation.package.as_deref());
                     self.heuristic.observe(observation);
                     observed = Some(observation);
                 }
@@ -340,18 +341,25 @@ impl Stage {
         }
     }
 
+    /// The app under test, when neither `--package` nor an earlier line named it: the run's
+    /// package, else the first observed screen's (so a pipe without `run_started` still knows
+    /// which app to stay in once another comes to the front).
+    fn adopt_package(&mut self, package: Option<&str>) {
+        if self.settings.package.is_none() && package.is_some() {
+            self.settings.package = package.map(str::to_string);
+            self.heuristic.set_package(
+                self.settings.package.clone(),
+                self.settings.allowed_packages.clone(),
+            );
+        }
+    }
+
     /// Learns from a passing line: the run's package, stuck notes, executed actions.
     fn learn(&mut self, event: &Event) {
         match event {
             Event::RunStarted(started) => {
                 self.run_id = Some(started.run_id.clone());
-                if self.settings.package.is_none() {
-                    self.settings.package = started.package.clone();
-                    self.heuristic.set_package(
-                        started.package.clone(),
-                        self.settings.allowed_packages.clone(),
-                    );
-                }
+                self.adopt_package(started.package.as_deref());
             }
             Event::Note(note) if note.kind == "stuck" => {
                 self.stuck_reason = Some(note.message.clone().unwrap_or_else(|| "stuck".into()));
@@ -396,6 +404,7 @@ impl Stage {
         messages: &mut impl Write,
     ) -> Result<Vec<Event>, Stop> {
         let mut events = Vec::new();
+        self.adopt_package(observation.package.as_deref());
         if let Some(reason) = stuck_in(observation) {
             self.stuck_reason = Some(reason);
         }

@@ -75,7 +75,8 @@ pub struct Context<'a> {
 
 /// The default system prompt for the settings (package, allowed packages, credentials) and
 /// what the model is sent: the app under test is `settings.package` (`--package`, else the
-/// run's), else the observed screen's package; coordinates are the screenshot's pixels when
+/// run's, else the first observed screen's: the stage fills it in), else the observed screen's
+/// package; coordinates are the screenshot's pixels when
 /// `vision` (a screenshot is attached), else device pixels, elements being named by the tree's
 /// refs.
 pub fn default_system_prompt(

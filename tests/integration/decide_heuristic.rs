@@ -737,6 +737,34 @@ fn stage_passes_lines_through_and_adds_one_decision_per_observation() {
 }
 
 #[test]
+fn without_package_or_run_started_the_first_screens_app_is_the_one_under_test() {
+    // The app's login form, then a browser it opened: the browser is left, not explored.
+    let app = observation_line(1);
+    let mut browser = login_form();
+    browser.step = Some(2);
+    browser.package = Some("com.android.chrome".into());
+    let browser = droid::events::Event::Observation(Box::new(browser)).to_line();
+    let decisions = |args: &[&str]| -> Vec<Value> {
+        let (lines, stderr, code) = stage(args, &format!("{app}\n{browser}\n"));
+        assert_eq!(code, Some(0), "{stderr}");
+        lines
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["type"] == "decision")
+            .collect()
+    };
+    let left = decisions(&[]);
+    assert_eq!(left[1]["actions"][0]["action"], "back", "{}", left[1]);
+    // Allowed, the browser is explored like the app.
+    let allowed = decisions(&["--allow-package", "com.android.chrome"]);
+    assert_eq!(
+        allowed[1]["actions"][0]["action"], "input",
+        "{}",
+        allowed[1]
+    );
+}
+
+#[test]
 fn random_stage_is_seeded() {
     let input = format!(
         "{}\n{}\n{}\n",
