@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use crate::common::{droid, feed, fixtures};
 
-const KEY: &str = "sk-test-7f3a9c-DO-NOT-LEAK";
+pub(crate) const KEY: &str = "sk-test-7f3a9c-DO-NOT-LEAK";
 
 /// A fixture body as the server sent it: `_`-prefixed provenance keys removed, nothing else.
-fn fixture(path: &str) -> Value {
+pub(crate) fn fixture(path: &str) -> Value {
     let text = std::fs::read_to_string(fixtures().join("providers").join(path)).unwrap();
     let mut value: Value = serde_json::from_str(&text).unwrap();
     if let Value::Object(object) = &mut value {
@@ -24,14 +24,14 @@ fn fixture(path: &str) -> Value {
 
 /// One answer of the fake server.
 #[derive(Clone)]
-struct Reply {
-    status: u16,
-    body: String,
-    headers: Vec<(String, String)>,
-    delay: Duration,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) body: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) delay: Duration,
 }
 
-fn reply(status: u16, body: &Value) -> Reply {
+pub(crate) fn reply(status: u16, body: &Value) -> Reply {
     Reply {
         status,
         body: body.to_string(),
@@ -42,14 +42,14 @@ fn reply(status: u16, body: &Value) -> Reply {
 
 /// A request the fake server received.
 #[derive(Debug, Clone)]
-struct Seen {
-    url: String,
-    headers: Vec<(String, String)>,
-    body: Value,
+pub(crate) struct Seen {
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Value,
 }
 
 impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -60,13 +60,13 @@ impl Seen {
 type Handler = Box<dyn Fn(&Seen, usize) -> Reply + Send + Sync>;
 
 /// A real HTTP server on 127.0.0.1 answering with `handler(request, index of the request)`.
-struct Server {
-    base: String,
+pub(crate) struct Server {
+    pub(crate) base: String,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Server {
-    fn start(handler: impl Fn(&Seen, usize) -> Reply + Send + Sync + 'static) -> Server {
+    pub(crate) fn start(handler: impl Fn(&Seen, usize) -> Reply + Send + Sync + 'static) -> Server {
         let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
         let port = server.server_addr().to_ip().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -117,13 +117,13 @@ impl Server {
         }
     }
 
-    fn requests(&self) -> Vec<Seen> {
+    pub(crate) fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
 
 /// An observation with a Login button and a 1080x2400 screenshot (sent downscaled to 576x1280).
-fn observation(dir: &std::path::Path) -> String {
+pub(crate) fn observation(dir: &std::path::Path) -> String {
     let shot = dir.join("step_001.png");
     image::RgbImage::from_pixel(1080, 2400, image::Rgb([200, 30, 30]))
         .save(&shot)
@@ -143,14 +143,14 @@ fn observation(dir: &std::path::Path) -> String {
 }
 
 /// The decision a model gives, in screenshot pixels (the Login button at half scale... roughly).
-fn decision_text() -> String {
+pub(crate) fn decision_text() -> String {
     json!({"actions": [{"action": "click", "action_desc": "tap Login", "reasoning": "explore",
         "target_bounding_box": {"top_left": [25, 110], "bottom_right": [550, 168]}}]})
     .to_string()
 }
 
 /// Runs droid-decide with fast retries against `base`, feeding `lines`.
-fn decide(decider: &str, base: &str, lines: &[String], extra: &[&str]) -> Output {
+pub(crate) fn decide(decider: &str, base: &str, lines: &[String], extra: &[&str]) -> Output {
     let mut child = droid("droid-decide")
         .args(["--decider", decider, "--base-url", base, "--api-key", KEY])
         .args([
@@ -176,7 +176,7 @@ fn decide(decider: &str, base: &str, lines: &[String], extra: &[&str]) -> Output
 }
 
 /// The lines of stdout, parsed, after checking the key leaked nowhere.
-fn read_events(output: &Output, server: &Server) -> Vec<Value> {
+pub(crate) fn read_events(output: &Output, server: &Server) -> Vec<Value> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stdout.contains(KEY) && !stderr.contains(KEY), "key leaked");
@@ -190,7 +190,7 @@ fn read_events(output: &Output, server: &Server) -> Vec<Value> {
         .collect()
 }
 
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(crate) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
@@ -532,7 +532,7 @@ fn openai_compatible_text_mode_sends_the_tree() {
 
 /// Runs one observation against a server replaying `status` + `body`, returning the events,
 /// the exit code and how many requests were made.
-fn failing(
+pub(crate) fn failing(
     decider: &str,
     base_path: &str,
     status: u16,
@@ -627,7 +627,7 @@ fn missing_models_stop_with_the_server_message() {
 }
 
 /// The decision after a failure: from the heuristic, with the model's attempts and error.
-fn fallback_ai(events: &[Value]) -> &Value {
+pub(crate) fn fallback_ai(events: &[Value]) -> &Value {
     let decision = of_type(events, "decision")[0];
     assert!(!decision["actions"].as_array().unwrap().is_empty());
     assert!(of_type(events, "note")
