@@ -7,6 +7,7 @@ mod capture_device;
 mod common;
 mod decide_from_store;
 mod decide_heuristic;
+mod decide_openai_compat;
 mod decide_providers;
 mod device;
 mod events;

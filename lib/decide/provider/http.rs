@@ -294,6 +294,14 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
             message: message(),
         })),
         429 => Some(Verdict::RateLimited { message: message() }),
+        // llama.cpp without --mmproj: a 500 that no retry and no later step will change.
+        500..=599 if message().contains("image input is not supported") => {
+            Some(Verdict::Fail(ProviderError::ServerNoVision {
+                provider,
+                status: answer.status,
+                message: message(),
+            }))
+        }
         500..=599 => Some(Verdict::Retry { message: message() }),
         status => Some(Verdict::Fail(ProviderError::Http {
             provider,

@@ -317,6 +317,17 @@ pub enum ProviderError {
         provider: ProviderKind,
         model: String,
     },
+    /// The server cannot read images as it runs (llama.cpp's llama-server without `--mmproj`
+    /// answers an image with HTTP 500): every step would be refused the same way.
+    #[error(
+        "{provider}: the server does not take images (HTTP {status}): {message}; serve a vision \
+         model (llama-server needs its --mmproj) or use --text-only"
+    )]
+    ServerNoVision {
+        provider: ProviderKind,
+        status: u16,
+        message: String,
+    },
 }
 
 impl ProviderError {
@@ -327,7 +338,8 @@ impl ProviderError {
             | ProviderError::UnusableKey { .. }
             | ProviderError::InvalidKey { .. }
             | ProviderError::Refused { .. }
-            | ProviderError::NoVision { .. } => true,
+            | ProviderError::NoVision { .. }
+            | ProviderError::ServerNoVision { .. } => true,
             ProviderError::Http { status, .. } => *status == 404,
             _ => false,
         }
