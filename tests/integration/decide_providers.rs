@@ -929,8 +929,14 @@ fn ollama_models(tags: Value, show: impl Fn(&str) -> Value + Send + Sync + 'stat
         "/api/tags" => reply(200, &tags),
         _ => reply(200, &show(seen.body["model"].as_str().unwrap_or(""))),
     });
+    listed_models("ollama", &server.base, &[])
+}
+
+/// The lines of a successful `droid-decide models --provider P --base-url BASE` (and `extra`).
+pub(crate) fn listed_models(provider: &str, base: &str, extra: &[&str]) -> Vec<String> {
     let output = droid("droid-decide")
-        .args(["models", "--provider", "ollama", "--base-url", &server.base])
+        .args(["models", "--provider", provider, "--base-url", base])
+        .args(extra)
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
@@ -1013,23 +1019,7 @@ fn model_lists_show_only_vision_models() {
     );
     assert_eq!(server.requests()[0].url, "/api/v1/models");
 
-    let lmstudio = fixture("openai_compat/lmstudio_api_v0_models_doc.json");
-    let server = Server::start(move |_, _| reply(200, &lmstudio));
-    let output = droid("droid-decide")
-        .args([
-            "models",
-            "--provider",
-            "openai",
-            "--all",
-            "--base-url",
-            &server.base,
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8(output.stdout).unwrap(),
-        "qwen2-vl-7b-instruct\tvision\nmeta-llama-3.1-8b-instruct\ttext\n"
-    );
+    // The OpenAI-compatible servers: decide_openai_compat, each on the paths it serves.
 
     // The real first page ends in a base64 nextPageToken ("...MDE="); a second page follows.
     let gemini = fixture("gemini/models_list_response_cookbook.json");

@@ -346,6 +346,26 @@ impl ProviderError {
     }
 }
 
+/// A GET or POST whose answer must be a JSON object (a model list, a model's details), with
+/// its attempts recorded into `meta`.
+fn fetch_object(
+    client: &http::Client,
+    provider: ProviderKind,
+    request: &http::Request<'_>,
+    meta: &mut AiMeta,
+) -> Result<Value, ProviderError> {
+    client.call(request, meta, |answer| {
+        if answer.body.is_object() {
+            http::Verdict::Done(answer.body.clone())
+        } else {
+            http::Verdict::Fail(ProviderError::Malformed {
+                provider,
+                message: http::answer_message(answer),
+            })
+        }
+    })
+}
+
 /// `a/b` joined without doubled slashes.
 fn join(base: &str, path: &str) -> String {
     format!(

@@ -4,9 +4,9 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::http::{answer_message, Client, Request, Verdict};
+use super::http::{Client, Request, Verdict};
 use super::{
-    error_message, join, Generation, ModelAdapter, ModelInfo, Prompt, ProviderConfig,
+    error_message, fetch_object, join, Generation, ModelAdapter, ModelInfo, Prompt, ProviderConfig,
     ProviderError, ProviderKind, Reply,
 };
 use crate::events::AiMeta;
@@ -124,7 +124,8 @@ fn read_generation(provider: ProviderKind, body: &Value, model: &str) -> Verdict
 
 /// Vision capability from whatever a server's model entry carries: OpenRouter's and llama.cpp's
 /// `architecture.input_modalities`, OpenRouter's legacy `architecture.modality`
-/// ("text+image->text"), LM Studio's `type` (`vlm`/`llm`) and `capabilities.vision`.
+/// ("text+image->text"), LM Studio's `capabilities.vision` (`/api/v1/models`, whose `type` is
+/// `llm` for a vision model too) and `type` (`/api/v0/models`: `vlm`, `llm`, `embeddings`).
 /// vLLM says nothing: `None`.
 fn vision_of(entry: &Value) -> Option<bool> {
     if let Some(modalities) = entry
@@ -148,7 +149,7 @@ fn vision_of(entry: &Value) -> Option<bool> {
     }
     match entry.get("type").and_then(Value::as_str) {
         Some("vlm") => Some(true),
-        Some("llm") | Some("embeddings") => Some(false),
+        Some("llm") | Some("embeddings") | Some("embedding") => Some(false),
         _ => None,
     }
 }
@@ -186,32 +187,13 @@ impl ModelAdapter for OpenAiChat {
         Reply { result, meta }
     }
 
+    /// `/v1/models`, with each model's vision from its entry or, where the entry does not say,
+    /// from the server's own endpoint (see [`Server`]).
     fn list_models(&mut self) -> Result<Vec<ModelInfo>, ProviderError> {
-        let request = Request {
-            url: self.url("models"),
-            headers: self.headers(),
-            body: None,
-        };
+        let listed = self.get(self.url("models"))?;
+        let entries = model_entries(&listed);
         let kind = self.config.kind;
-        let body = self
-            .client
-            .call(&request, &mut AiMeta::default(), |answer| {
-                if answer.body.is_object() {
-                    Verdict::Done(answer.body.clone())
-                } else {
-                    Verdict::Fail(ProviderError::Malformed {
-                        provider: kind,
-                        message: answer_message(answer),
-                    })
-                }
-            })?;
-        let entries = body
-            .get("data")
-            .or_else(|| body.get("models"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        Ok(entries
+        let mut models: Vec<ModelInfo> = entries
             .iter()
             .filter_map(|entry| {
                 let name = entry.get("id").or_else(|| entry.get("key"))?.as_str()?;
@@ -221,8 +203,130 @@ impl ModelAdapter for OpenAiChat {
                     vision: vision_of(entry),
                 })
             })
-            .collect())
+            .collect();
+        if kind == ProviderKind::OpenAi && models.iter().any(|m| m.vision.is_none()) {
+            self.ask_the_server(Server::of(entries), &mut models);
+        }
+        Ok(models)
     }
+}
+
+/// What serves an OpenAI-compatible `/v1/models`, as its entries' `owned_by` says; each kind
+/// keeps its models' vision somewhere of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    /// llama.cpp's llama-server (`owned_by: "llamacpp"`): newer ones say it in
+    /// `architecture.input_modalities`, every one in `GET /props` `modalities.vision` (for the
+    /// model it serves).
+    LlamaCpp,
+    /// vLLM (`owned_by: "vllm"`): no endpoint says whether a model takes images.
+    Vllm,
+    /// Anything else, LM Studio among them (its `/v1/models` names the models and nothing else):
+    /// LM Studio 0.4+ says it in `GET /api/v1/models` (`capabilities.vision`), 0.3.6+ in
+    /// `GET /api/v0/models` (`type: vlm`).
+    Other,
+}
+
+impl Server {
+    fn of(entries: &[Value]) -> Server {
+        let owner = entries
+            .iter()
+            .find_map(|entry| entry.get("owned_by").and_then(Value::as_str));
+        match owner {
+            Some("llamacpp") => Server::LlamaCpp,
+            Some("vllm") => Server::Vllm,
+            _ => Server::Other,
+        }
+    }
+}
+
+/// The model entries of a list answer: `data` (OpenAI's shape) or `models` (LM Studio's
+/// `/api/v1/models`).
+fn model_entries(listed: &Value) -> &[Value] {
+    listed
+        .get("data")
+        .or_else(|| listed.get("models"))
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+impl OpenAiChat {
+    /// `{base}/{path}` at the server's root, for endpoints outside `/v1` (`/props`, `/api/v0`).
+    fn root_url(&self, path: &str) -> String {
+        let base = self.config.base_url();
+        join(base.strip_suffix("/v1").unwrap_or(&base), path)
+    }
+
+    fn get(&self, url: String) -> Result<Value, ProviderError> {
+        let request = Request {
+            url,
+            headers: self.headers(),
+            body: None,
+        };
+        fetch_object(
+            &self.client,
+            self.config.kind,
+            &request,
+            &mut AiMeta::default(),
+        )
+    }
+
+    /// Fills in the vision of `models` the list left unknown from the server's own endpoint;
+    /// an endpoint the server does not have (404) or cannot answer leaves them unknown.
+    fn ask_the_server(&self, server: Server, models: &mut [ModelInfo]) {
+        match server {
+            Server::Vllm => {}
+            Server::LlamaCpp => {
+                let Ok(props) = self.get(self.root_url("props")) else {
+                    return;
+                };
+                let Some(vision) = props.pointer("/modalities/vision").and_then(Value::as_bool)
+                else {
+                    return;
+                };
+                // /props is about the model the server runs: the only one listed, or the one
+                // listed by its path.
+                let path = props.get("model_path").and_then(Value::as_str);
+                let single = models.len() == 1;
+                for model in models.iter_mut().filter(|m| m.vision.is_none()) {
+                    if single || path == Some(model.name.as_str()) {
+                        model.vision = Some(vision);
+                    }
+                }
+            }
+            Server::Other => {
+                let native = ["api/v1/models", "api/v0/models"]
+                    .into_iter()
+                    .filter_map(|path| self.get(self.root_url(path)).ok())
+                    .find(|listed| !model_entries(listed).is_empty());
+                let Some(native) = native else {
+                    return;
+                };
+                for model in models.iter_mut().filter(|m| m.vision.is_none()) {
+                    model.vision = model_entries(&native)
+                        .iter()
+                        .find(|entry| names(entry, &model.name))
+                        .and_then(vision_of);
+                }
+            }
+        }
+    }
+}
+
+/// Whether an LM Studio entry is the model `/v1/models` calls `name`: its `id` (`/api/v0`), its
+/// `key` or a loaded instance's `id` (`/api/v1`).
+fn names(entry: &Value, name: &str) -> bool {
+    let instances = entry
+        .get("loaded_instances")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|instance| instance.get("id"));
+    [entry.get("id"), entry.get("key")]
+        .into_iter()
+        .flatten()
+        .chain(instances)
+        .any(|id| id.as_str() == Some(name))
 }
 
 #[cfg(test)]
@@ -250,6 +354,11 @@ mod tests {
             ),
             (json!({"type": "vlm"}), Some(true)),
             (json!({"capabilities": {"vision": false}}), Some(false)),
+            // LM Studio 0.4's /api/v1/models: the capability wins over the type.
+            (
+                json!({"type": "llm", "capabilities": {"vision": true}}),
+                Some(true),
+            ),
             (json!({"id": "Qwen/Qwen2.5-7B-Instruct", "root": "x"}), None),
         ];
         for (entry, expected) in cases {
