@@ -328,6 +328,10 @@ pub struct AiAttempt {
     /// rate-limit hint); absent on the last attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
+    /// The endpoint asked when the request was not the model call itself: `/api/show`, Ollama's
+    /// vision check before the first image. Absent for the model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 /// What the model behind a decision cost and answered.

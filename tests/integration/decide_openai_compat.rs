@@ -5,7 +5,8 @@
 use serde_json::{json, Value};
 
 use crate::decide_providers::{
-    decide, fixture, listed_models, observation, of_type, read_events, reply, Reply, Server,
+    decide, error_note, fixture, listed_models, observation, of_type, read_events, reply, Reply,
+    Server,
 };
 
 /// The model llama.cpp's fixtures serve, named by its path.
@@ -146,9 +147,6 @@ fn llamacpp_without_mmproj_stops_the_stage_at_once() {
             && stderr.contains("--text-only"),
         "{stderr}"
     );
-    let note = of_type(&events, "note")
-        .into_iter()
-        .find(|n| n["kind"] == "error")
-        .expect("a note of kind error");
+    let note = error_note(&events);
     assert_eq!(note["data"]["ai"]["attempts"][0]["http_status"], 500);
 }

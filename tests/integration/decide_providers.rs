@@ -470,6 +470,15 @@ fn ollama_success_checks_vision_first() {
         ),
         (Some(34), Some(12))
     );
+    // The vision check is one of the step's requests: its attempt is in the decision's `ai`.
+    let attempts = decision["ai"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(
+        (&attempts[0]["endpoint"], &attempts[0]["http_status"]),
+        (&json!("/api/show"), &json!(200))
+    );
+    assert_eq!(attempts[1]["http_status"], 200);
+    assert!(attempts[1].get("endpoint").is_none(), "the chat itself");
     let requests = server.requests();
     assert_eq!(requests[0].url, "/api/show");
     assert_eq!(requests[0].body["model"], "gemma4");
@@ -481,10 +490,11 @@ fn ollama_success_checks_vision_first() {
     assert!(image.starts_with("iVBOR"), "raw base64, no data: prefix");
 }
 
-#[test]
-fn ollama_text_only_model_refuses_images_clearly() {
-    let server = Server::start(|seen, _| match seen.url.as_str() {
-        "/api/show" => reply(200, &json!({"capabilities": ["completion"]})),
+/// droid-decide with `--model model` on one observation against an Ollama whose `/api/show`
+/// answers `status` + `show`; its chat answers 500 (a test that reaches it fails).
+fn ollama_showing(status: u16, show: Value, model: &str) -> (Output, Server) {
+    let server = Server::start(move |seen, _| match seen.url.as_str() {
+        "/api/show" => reply(status, &show),
         _ => reply(500, &json!({"error": "not reached"})),
     });
     let dir = tempfile::tempdir().unwrap();
@@ -492,8 +502,38 @@ fn ollama_text_only_model_refuses_images_clearly() {
         "ollama",
         &server.base,
         &[observation(dir.path())],
-        &["--model", "llama3.2"],
+        &["--model", model],
     );
+    (output, server)
+}
+
+/// The `note` of kind `error` a stopped stage writes last.
+pub(crate) fn error_note(events: &[Value]) -> &Value {
+    of_type(events, "note")
+        .into_iter()
+        .find(|n| n["kind"] == "error")
+        .expect("a note of kind error")
+}
+
+#[test]
+fn a_failed_vision_check_is_kept_in_the_note_that_stops_the_stage() {
+    let missing = &fixture("ollama/errors_native.json")["show_model_missing_404"];
+    let status = missing["status"].as_u64().unwrap() as u16;
+    let (output, server) = ollama_showing(status, missing["body"].clone(), "llava:13b");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let events = read_events(&output, &server);
+    let note = error_note(&events);
+    assert!(note["message"].as_str().unwrap().contains("not found"));
+    let attempts = note["data"]["ai"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0]["endpoint"], "/api/show");
+    assert_eq!(attempts[0]["http_status"], 404);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn ollama_text_only_model_refuses_images_clearly() {
+    let (output, server) = ollama_showing(200, json!({"capabilities": ["completion"]}), "llama3.2");
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -897,7 +937,12 @@ fn server_errors_and_timeouts_are_retried_twice() {
     let output = decide("ollama", &server.base, &[observation(dir.path())], &[]);
     let events = read_events(&output, &server);
     let ai = fallback_ai(&events);
-    assert_eq!(ai["attempts"].as_array().unwrap().len(), 3);
+    // The vision check, then the chat and its 2 retries.
+    let attempts = ai["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 4, "{attempts:?}");
+    assert_eq!(attempts[0]["endpoint"], "/api/show");
+    assert!(attempts[1..].iter().all(|a| a["http_status"] == 503));
+    assert_eq!(ai["retries"], 2);
     assert!(ai["error"].as_str().unwrap().contains("server busy"));
 
     let slow = Server::start(|_, _| Reply {
@@ -1352,10 +1397,7 @@ fn refusals_that_asking_again_cannot_change_stop_with_a_note_of_the_attempt() {
             "{stderr}"
         );
         assert!(of_type(&events, "decision").is_empty());
-        let note = of_type(&events, "note")
-            .into_iter()
-            .find(|n| n["kind"] == "error")
-            .expect("a note of kind error");
+        let note = error_note(&events);
         assert!(note["message"].as_str().unwrap().contains(message));
         assert_eq!(note["data"]["ai"]["attempts"][0]["http_status"], status);
     }

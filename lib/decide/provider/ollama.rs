@@ -4,14 +4,17 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::http::{answer_message, Client, Request, Verdict};
+use super::http::{Client, Request, Verdict};
 use super::{
-    error_message, join, Generation, ModelAdapter, ModelInfo, Prompt, ProviderConfig,
+    error_message, fetch_object, join, Generation, ModelAdapter, ModelInfo, Prompt, ProviderConfig,
     ProviderError, ProviderKind, Reply,
 };
 use crate::events::AiMeta;
 
 const PROVIDER: ProviderKind = ProviderKind::Ollama;
+
+/// The vision check's endpoint, as its attempts in `ai.attempts` name it.
+const SHOW: &str = "/api/show";
 
 pub struct Ollama {
     config: ProviderConfig,
@@ -36,30 +39,30 @@ impl Ollama {
             .unwrap_or_default()
     }
 
-    fn object(&self, url: String, body: Option<&Value>) -> Result<Value, ProviderError> {
+    fn object(
+        &self,
+        url: String,
+        body: Option<&Value>,
+        meta: &mut AiMeta,
+    ) -> Result<Value, ProviderError> {
         let request = Request {
             url,
             headers: self.headers(),
             body,
         };
-        self.client
-            .call(&request, &mut AiMeta::default(), |answer| {
-                if answer.body.is_object() {
-                    Verdict::Done(answer.body.clone())
-                } else {
-                    Verdict::Fail(ProviderError::Malformed {
-                        provider: PROVIDER,
-                        message: answer_message(answer),
-                    })
-                }
-            })
+        fetch_object(&self.client, PROVIDER, &request, meta)
     }
 
-    /// Asks `/api/show` whether a model takes images.
-    pub fn show_vision(&self, model: &str) -> Result<bool, ProviderError> {
+    /// Asks `/api/show` whether a model takes images. Its attempts go into `meta`, marked with
+    /// the endpoint: before a step's first image they belong to that step's decision.
+    pub fn show_vision(&self, model: &str, meta: &mut AiMeta) -> Result<bool, ProviderError> {
         let body = json!({ "model": model });
-        let shown = self.object(join(&self.config.base_url(), "api/show"), Some(&body))?;
-        Ok(vision_of_show(&shown))
+        let first = meta.attempts.len();
+        let shown = self.object(join(&self.config.base_url(), "api/show"), Some(&body), meta);
+        for attempt in &mut meta.attempts[first..] {
+            attempt.endpoint = Some(SHOW.to_string());
+        }
+        Ok(vision_of_show(&shown?))
     }
 
     /// The request body; `image` is the raw base64 PNG or, for the kept copy, the screenshot path.
@@ -149,7 +152,7 @@ impl ModelAdapter for Ollama {
         };
         if prompt.image.is_some() && self.vision.is_none() {
             // Ollama does not refuse images sent to a text-only model; it ignores them.
-            match self.show_vision(&self.config.model) {
+            match self.show_vision(&self.config.model, &mut meta) {
                 Ok(vision) => self.vision = Some(vision),
                 Err(error) => {
                     return Reply {
@@ -190,7 +193,9 @@ impl ModelAdapter for Ollama {
     /// `/api/tags`, with each model's vision from its `capabilities` (servers 0.30+) or
     /// `/api/show`.
     fn list_models(&mut self) -> Result<Vec<ModelInfo>, ProviderError> {
-        let tags = self.object(join(&self.config.base_url(), "api/tags"), None)?;
+        // Listing models is no decision: its attempts are not kept.
+        let mut meta = AiMeta::default();
+        let tags = self.object(join(&self.config.base_url(), "api/tags"), None, &mut meta)?;
         let mut models = Vec::new();
         for entry in tags
             .get("models")
@@ -208,7 +213,7 @@ impl ModelAdapter for Ollama {
             let vision = if entry.get("capabilities").is_some() {
                 vision_of_show(entry)
             } else {
-                self.show_vision(name)?
+                self.show_vision(name, &mut meta)?
             };
             models.push(ModelInfo {
                 provider: PROVIDER,
