@@ -5,15 +5,19 @@
 use serde_json::{json, Value};
 
 use crate::decide_providers::{
-    decide, error_note, fixture, listed_models, observation, of_type, read_events, reply, Reply,
-    Server,
+    decide, decision_text, error_note, fallback_ai, fixture, listed_models, observation, of_type,
+    read_events, reply, Reply, Seen, Server, KEY,
 };
 
 /// The model llama.cpp's fixtures serve, named by its path.
 const MODEL_PATH: &str = "../models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf";
 
 /// A server answering each of `routes` (path, answer) and 404 for every other path.
-fn serving(routes: Vec<(&'static str, Reply)>) -> Server {
+fn serving(routes: Vec<(&str, Reply)>) -> Server {
+    let routes: Vec<(String, Reply)> = routes
+        .into_iter()
+        .map(|(path, answer)| (path.to_string(), answer))
+        .collect();
     Server::start(move |seen, _| {
         routes
             .iter()
@@ -149,4 +153,180 @@ fn llamacpp_without_mmproj_stops_the_stage_at_once() {
     );
     let note = error_note(&events);
     assert_eq!(note["data"]["ai"]["attempts"][0]["http_status"], 500);
+}
+
+/// An answer naming the Login button by its ref (text mode).
+fn ref_text() -> String {
+    json!({"actions": [{"action": "click", "ref": 1, "action_desc": "tap Login",
+        "reasoning": "explore"}]})
+    .to_string()
+}
+
+/// `body` with its first choice's content set to `text`.
+fn answering(mut body: Value, text: String) -> Value {
+    body["choices"][0]["message"]["content"] = Value::from(text);
+    body
+}
+
+/// One observation decided by `--decider openai` with `extra` flags, at `base_path` of a server
+/// whose only path is the chat (`/v1/chat/completions` under the base's API root) answering
+/// `answer`: the decision (whose first action must be the Login button) and the request.
+fn decided(answer: &Value, base_path: &str, extra: &[&str]) -> (Value, Seen) {
+    let root = base_path.strip_suffix("/v1").unwrap_or(base_path);
+    let chat = format!("{root}/v1/chat/completions");
+    let server = serving(vec![(&chat, reply(200, answer))]);
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("{}{base_path}", server.base);
+    let output = decide("openai", &base, &[observation(dir.path())], extra);
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    assert!(
+        of_type(&events, "note").is_empty(),
+        "no warning: {events:?}"
+    );
+    let decision = of_type(&events, "decision")[0].clone();
+    assert_eq!(decision["decider"], "openai");
+    assert_eq!(decision["actions"][0]["ref"], 1, "{decision}");
+    assert!(decision["ai"].get("error").is_none(), "{decision}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "one request, no retry");
+    (decision, requests[0].clone())
+}
+
+/// The image part of a vision request: a PNG data URL.
+fn sent_image(request: &Seen) -> &str {
+    request.body["messages"][1]["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap()
+}
+
+/// The decision's token counts, as the server reported them.
+fn tokens(decision: &Value) -> (Option<u64>, Option<u64>) {
+    let ai = &decision["ai"];
+    (ai["tokens_in"].as_u64(), ai["tokens_out"].as_u64())
+}
+
+/// Whether the request carried the key as a Bearer token.
+fn sent_key(request: &Seen) -> bool {
+    request.header("authorization") == Some(format!("Bearer {KEY}").as_str())
+}
+
+#[test]
+fn vllm_decides_in_text_mode_for_its_served_model() {
+    // vLLM answers OpenAI's chat.completion shape (no captured vLLM body among the fixtures:
+    // the Ollama /v1 shape fixture stands in, named for the model vLLM serves).
+    let served = fixture("openai_compat/vllm_models_response_real.json")["data"][0]["id"].clone();
+    let model = served.as_str().unwrap();
+    let mut answer = answering(
+        fixture("ollama/v1_chat_completions_response_shape.json"),
+        ref_text(),
+    );
+    answer["model"] = served.clone();
+    let (decision, request) = decided(&answer, "/v1", &["--text-only", "--model", model]);
+    assert_eq!(decision["ai"]["model"], model);
+    assert_eq!(tokens(&decision), (Some(34), Some(12)));
+    assert_eq!(request.url, "/v1/chat/completions");
+    assert!(
+        sent_key(&request),
+        "vLLM's --api-key is checked as a Bearer token"
+    );
+    assert_eq!(request.body["model"], model);
+    let content = request.body["messages"][1]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 1, "no image in text mode");
+}
+
+#[test]
+fn lmstudio_decides_with_a_json_schema_it_accepts() {
+    let model = "qwen2-vl-7b-instruct";
+    let mut answer = answering(
+        fixture("ollama/v1_chat_completions_response_shape.json"),
+        decision_text(),
+    );
+    answer["model"] = Value::from(model);
+    let (decision, request) = decided(&answer, "", &["--model", model]);
+    assert_eq!(decision["ai"]["model"], model);
+    assert!(sent_image(&request).starts_with("data:image/png;base64,iVBOR"));
+    // LM Studio refuses json_object: the request has the shape of its documented json_schema
+    // request (type, and json_schema's name, strict and schema).
+    let documented = fixture("openai_compat/lmstudio_structured_request_doc.json");
+    let keys = |format: &Value| -> Vec<String> {
+        let mut keys: Vec<String> = format["json_schema"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    };
+    let sent = &request.body["response_format"];
+    assert_eq!(sent["type"], documented["response_format"]["type"]);
+    assert_eq!(keys(sent), keys(&documented["response_format"]));
+    assert_eq!(sent["json_schema"]["schema"]["type"], "object");
+}
+
+#[test]
+fn llamacpp_decides_through_its_extra_fields_and_an_empty_choice_list_is_no_answer() {
+    // llama-server's answer with its timings and token details; the doc abridges `choices` to
+    // [], so the choice is the Ollama /v1 fixture's, carrying the decision. It names no model.
+    let documented = fixture("openai_compat/llamacpp_response_extra_fields_doc.json");
+    let choice = fixture("ollama/v1_chat_completions_response_shape.json")["choices"][0].clone();
+    let mut answer = documented.clone();
+    answer["choices"] = json!([choice]);
+    let answer = answering(answer, decision_text());
+    let (decision, request) = decided(&answer, "", &["--model", MODEL_PATH]);
+    assert_eq!(decision["ai"]["model"], MODEL_PATH, "the model asked for");
+    assert_eq!(tokens(&decision), (Some(44), Some(48)));
+    assert!(sent_image(&request).starts_with("data:image/png;base64,"));
+    // llama.cpp reads a json_schema's schema only from response_format.json_schema.schema.
+    assert!(request.body["response_format"]["json_schema"]["schema"].is_object());
+
+    // The doc's answer as it is: no choice, so no answer; not retried, the heuristic decides.
+    let server = serving(vec![("/v1/chat/completions", reply(200, &documented))]);
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide("openai", &server.base, &[observation(dir.path())], &[]);
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let ai = fallback_ai(&events);
+    assert!(ai["error"].as_str().unwrap().contains("no choices"), "{ai}");
+    assert_eq!(asked(&server), ["/v1/chat/completions"]);
+}
+
+#[test]
+fn a_groq_like_server_decides_past_its_reasoning_fields() {
+    // Groq's answer (through OpenRouter, real): reasoning fields beside the content, no usage.
+    let answer = answering(
+        fixture("openrouter/chat_response_real_qwen3_groq_reasoning_partial.json"),
+        ref_text(),
+    );
+    let (decision, request) = decided(
+        &answer,
+        "/openai/v1",
+        &["--text-only", "--model", "qwen/qwen3-32b"],
+    );
+    assert_eq!(decision["ai"]["model"], "qwen/qwen3-32b");
+    assert_eq!(tokens(&decision), (None, None), "no usage given");
+    assert_eq!(decision["ai"]["response"], ref_text());
+    assert!(sent_key(&request));
+}
+
+#[test]
+fn ollama_v1_decides_in_vision_mode() {
+    let answer = answering(
+        fixture("ollama/v1_chat_completions_response_shape.json"),
+        decision_text(),
+    );
+    let (decision, request) = decided(&answer, "/v1", &["--model", "qwen3-vl:8b"]);
+    assert_eq!(decision["ai"]["model"], "qwen3-vl:8b");
+    assert_eq!(
+        decision["actions"][0]["target_bounding_box"]["top_left"],
+        json!([40, 200])
+    );
+    // Ollama's /v1 takes data URLs only (http(s) image URLs are refused).
+    assert!(sent_image(&request).starts_with("data:image/png;base64,"));
+    let kept = decision["ai"]["request"].to_string();
+    assert!(
+        kept.contains("step_001.png") && !kept.contains("iVBOR"),
+        "{kept}"
+    );
 }
