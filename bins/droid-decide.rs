@@ -204,6 +204,13 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         for line in decide::model_list_lines(&models, all) {
             writeln!(out, "{line}").context("writing the model list")?;
         }
+        let unknown = models.iter().filter(|m| m.vision.is_none()).count();
+        if !all && unknown > 0 {
+            // vLLM's list, say, tells nothing of images: an empty list would look like none.
+            eprintln!(
+                "droid-decide: {unknown} more model(s) of unknown capability: --all lists them"
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let mut model = |provider: ProviderArg| {

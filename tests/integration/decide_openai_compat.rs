@@ -131,6 +131,16 @@ fn vllm_says_nothing_about_vision_and_is_not_probed() {
         ["Qwen/Qwen2.5-7B-Instruct\tunknown"]
     );
     assert_eq!(asked(&server), ["/v1/models", "/v1/models"]);
+    // An empty list says why, on stderr.
+    let output = crate::common::droid("droid-decide")
+        .args(["models", "--provider", "openai", "--base-url", &server.base])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.stdout.is_empty() && stderr.contains("1 more model(s) of unknown capability"),
+        "{stderr}"
+    );
 }
 
 #[test]
