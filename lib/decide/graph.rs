@@ -565,11 +565,11 @@ impl Graph {
             if best.as_ref().is_some_and(|b| 1.0 / cost <= b.value) {
                 break;
             }
-            let worth_a_look = best.as_ref().map_or(true, |b| bound > b.value);
+            let worth_a_look = best.as_ref().is_none_or(|b| bound > b.value);
             if at != from && !screen.outside && worth_a_look {
                 if let Some(promise) = self.best_untried(at, shown_untried) {
                     let value = promise * bound;
-                    let better = best.as_ref().map_or(true, |b| value > b.value);
+                    let better = best.as_ref().is_none_or(|b| value > b.value);
                     if let (true, Some(step)) = (better, &first[at]) {
                         best = Some(Plan {
                             first: step.clone(),

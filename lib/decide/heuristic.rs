@@ -345,7 +345,7 @@ impl Heuristic {
         let plan = self
             .graph
             .plan(screen, self.package.is_some(), &shown_untried);
-        if let Some(plan) = plan.filter(|plan| here.map_or(true, |here| plan.value > here)) {
+        if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
             match plan.first.clone() {
                 Step::Relaunch => {
                     return self.relaunch("the launch screen leads to untried actions")
@@ -529,7 +529,7 @@ impl Heuristic {
         // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
         let scroll = self.graph.offers(screen, SCROLL) && !self.graph.is_tried(screen, SCROLL);
         let scroll_promise = self.graph.promise(screen, SCROLL, Rank::ScreenScroll);
-        if fields.is_empty() && scroll && next.map_or(true, |(_, p)| p < scroll_promise) {
+        if fields.is_empty() && scroll && next.is_none_or(|(_, p)| p < scroll_promise) {
             return Some(Local {
                 actions: vec![scroll_down("rows further down this list")],
                 promise: scroll_promise,

@@ -671,7 +671,7 @@ impl Device {
                 text(
                     installed
                         .iter()
-                        .filter(|p| filter.map_or(true, |f| p.contains(f.as_str())))
+                        .filter(|p| filter.is_none_or(|f| p.contains(f.as_str())))
                         .map(|p| format!("package:{p}\n"))
                         .collect::<String>(),
                 )

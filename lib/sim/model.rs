@@ -128,12 +128,12 @@ impl Target {
 
     /// True when every listed field equals the node's (as the model recorded it).
     pub fn matches(&self, node: &Node) -> bool {
-        let eq = |want: &Option<String>, have: &str| want.as_deref().map_or(true, |w| w == have);
+        let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         eq(&self.resource_id, node.attr("resource-id"))
             && eq(&self.text, node.attr("text"))
             && eq(&self.content_desc, node.attr("content-desc"))
             && eq(&self.class, node.attr("class"))
-            && self.bounds.map_or(true, |b| Bounds::from(b) == node.bounds)
+            && self.bounds.is_none_or(|b| Bounds::from(b) == node.bounds)
     }
 }
 

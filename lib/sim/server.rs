@@ -1065,7 +1065,7 @@ fn sync(shared: &Shared, stream: &mut &TcpStream) -> io::Result<()> {
                     out.extend_from_slice(entry.name.as_bytes());
                 }
                 out.extend_from_slice(b"DONE");
-                out.extend(std::iter::repeat(0u8).take(if v2 { 72 } else { 16 }));
+                out.extend(std::iter::repeat_n(0u8, if v2 { 72 } else { 16 }));
                 stream.write_all(&out)?;
             }
             b"RECV" => {

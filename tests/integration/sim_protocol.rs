@@ -249,7 +249,7 @@ fn garbage_and_bad_lengths_get_fail_and_a_closed_socket() {
     // The largest length four hex digits can announce, filled with junk: a FAIL, not a crash.
     let mut stream = connect(&sim);
     let mut junk = b"ffff".to_vec();
-    junk.extend(std::iter::repeat(b'x').take(0xffff));
+    junk.extend(std::iter::repeat_n(b'x', 0xffff));
     stream.write_all(&junk).unwrap();
     assert!(status(&mut stream).is_err());
     // Device services need a transport, unknown ones are refused.
