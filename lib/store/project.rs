@@ -8,7 +8,9 @@ use super::checkpoint::Checkpointer;
 use super::held::{Held, OutcomeRow, StepRow};
 use super::stats::{self, Tally};
 use super::{host_name, stable_id, Context, Error, Result, Store, INGEST_CHECKPOINT_BYTES};
-use crate::events::{ActionResult, Decision, Event, Line, Observation, RunEnded, RunStarted};
+use crate::events::{
+    ActionResult, AiMeta, Decision, Event, Line, Note, Observation, RunEnded, RunStarted,
+};
 use crate::hash::hamming;
 use crate::ui::{possible_actions, PossibleAction};
 
@@ -789,6 +791,7 @@ impl Projector {
                 self.run(conn, run_id)?.tally.result(r);
                 self.act(conn, run_id, r)?;
             }
+            Event::Note(note) if note.kind == "error" => self.stopped(conn, run_id, note)?,
             Event::Note(_) => {}
         }
         Ok(())
@@ -932,7 +935,7 @@ impl Projector {
     fn decide(&mut self, conn: &Connection, run_id: i64, d: &Decision) -> Result<()> {
         let state = self.run(conn, run_id)?;
         let screenshot = match state.current.as_mut() {
-            Some(current) if d.step.map_or(true, |s| s == current.step) => {
+            Some(current) if d.step.is_none_or(|s| s == current.step) => {
                 current.decision = Some(d.clone());
                 current.screenshot.clone()
             }
@@ -942,38 +945,44 @@ impl Projector {
             return Ok(());
         };
         let parsed = serde_json::to_string(&d.actions).ok();
-        conn.prepare_cached(
-            "INSERT INTO ai_interactions (run_id, step_number, timestamp, request_json,
-             screenshot_path, response_raw, response_parsed_json, tokens_input, tokens_output,
-             latency_ms, success, error_message, retry_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        let step = d.step.unwrap_or(0);
+        record_ai(conn, run_id, step, d.ts.as_deref(), ai, screenshot, parsed)
+    }
+
+    /// A stage that stopped on a model failure (droid-decide's note of kind `error`) leaves its
+    /// last call in `data.ai`: it is an AI interaction too, a failed one.
+    fn stopped(&mut self, conn: &Connection, run_id: i64, note: &Note) -> Result<()> {
+        let Some(ai) = note
+            .data
+            .as_ref()
+            .and_then(|data| data.get("ai"))
+            .and_then(|ai| serde_json::from_value::<AiMeta>(ai.clone()).ok())
+        else {
+            return Ok(());
+        };
+        let screenshot = self
+            .run(conn, run_id)?
+            .current
+            .as_ref()
+            .filter(|current| note.step.is_none_or(|s| s == current.step))
+            .and_then(|current| current.screenshot.clone());
+        let step = note.step.unwrap_or(0);
+        record_ai(
+            conn,
+            run_id,
+            step,
+            note.ts.as_deref(),
+            &ai,
+            screenshot,
+            None,
         )
-        .and_then(|mut s| {
-            s.execute(params![
-                run_id,
-                d.step.unwrap_or(0) as i64,
-                d.ts.clone().unwrap_or_default(),
-                ai.request.as_ref().map(|r| r.to_string()),
-                screenshot,
-                ai.response,
-                parsed,
-                ai.tokens_in.map(|t| t as i64),
-                ai.tokens_out.map(|t| t as i64),
-                ai.latency_ms as f64,
-                ai.error.is_none(),
-                ai.error,
-                ai.retries
-            ])
-        })
-        .ctx("recording an AI interaction")?;
-        Ok(())
     }
 
     fn act(&mut self, conn: &Connection, run_id: i64, r: &ActionResult) -> Result<()> {
         // Not `self.run`: the step's state and the held rows are borrowed together.
         let state = run_projection(&mut self.runs, conn, run_id)?;
         let current = match state.current.as_mut() {
-            Some(current) if r.step.map_or(true, |s| s == current.step) => Some(current),
+            Some(current) if r.step.is_none_or(|s| s == current.step) => Some(current),
             _ => None,
         };
         let decision = current.as_ref().and_then(|c| c.decision.clone());
@@ -1201,6 +1210,44 @@ fn link(
         ])
     })
     .ctx("counting an edge")?;
+    Ok(())
+}
+
+/// One `ai_interactions` row: a model call behind a decision (`parsed`: its actions) or the
+/// failed call a stage stopped on.
+fn record_ai(
+    conn: &Connection,
+    run_id: i64,
+    step: u64,
+    ts: Option<&str>,
+    ai: &AiMeta,
+    screenshot: Option<String>,
+    parsed: Option<String>,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO ai_interactions (run_id, step_number, timestamp, request_json,
+         screenshot_path, response_raw, response_parsed_json, tokens_input, tokens_output,
+         latency_ms, success, error_message, retry_count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            run_id,
+            step as i64,
+            ts.unwrap_or_default(),
+            ai.request.as_ref().map(|r| r.to_string()),
+            screenshot,
+            ai.response,
+            parsed,
+            ai.tokens_in.map(|t| t as i64),
+            ai.tokens_out.map(|t| t as i64),
+            ai.latency_ms as f64,
+            ai.error.is_none(),
+            ai.error,
+            ai.retries
+        ])
+    })
+    .ctx("recording an AI interaction")?;
     Ok(())
 }
 

@@ -1513,6 +1513,34 @@ fn the_same_refusal_three_steps_in_a_row_stops_the_stage_in_one_process_or_per_s
         })
         .collect();
     assert_eq!(codes, [Some(0), Some(0), Some(1)]);
+    // The call the stage stopped on is an AI interaction too, a failed one, with its request.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: Vec<(i64, bool, Option<String>, bool)> = conn
+        .prepare(
+            "SELECT step_number, success, error_message, request_json IS NOT NULL
+             FROM ai_interactions ORDER BY step_number",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(
+        rows.iter().all(|(_, success, error, request)| !success
+            && error.as_deref().is_some_and(|e| e.contains("HTTP 400"))
+            && *request),
+        "{rows:?}"
+    );
+    assert_eq!(rows[2].0, 3);
+    let (calls, errors): (i64, i64) = conn
+        .query_row(
+            "SELECT total_ai_calls, ai_error_count FROM run_stats",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((calls, errors), (3, 3));
 }
 
 /// Every key path of `value` ("messages[]/content[]/type"), `_`-prefixed provenance left out and
