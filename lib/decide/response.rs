@@ -127,7 +127,7 @@ fn balanced_values(text: &str) -> Vec<Value> {
         if matches!(bytes[start], b'{' | b'[') {
             if let Some(end) = balanced_end(&bytes[start..], &mut budget).map(|n| start + n) {
                 // Both ends are ASCII brackets, so char boundaries.
-                if let Ok(value) = serde_json::from_str(&text[start..end]) {
+                if let Some(value) = lenient_json(&text[start..end]) {
                     values.push(value);
                     start = end;
                     continue;
@@ -137,6 +137,14 @@ fn balanced_values(text: &str) -> Vec<Value> {
         start += 1;
     }
     values
+}
+
+/// JSON, or the JSON a model wrote carelessly: trailing commas, comments, single quotes,
+/// unquoted keys (JSON5, which small local models often write).
+fn lenient_json(text: &str) -> Option<Value> {
+    serde_json::from_str(text)
+        .ok()
+        .or_else(|| json5::from_str(text).ok())
 }
 
 /// Length of the balanced `{...}` / `[...]` at the start of `bytes`, strings respected; `None`
@@ -515,6 +523,22 @@ mod tests {
         assert_eq!(extract_json(fenced).unwrap()["actions"][0], 1);
         assert_eq!(extract_json(prose).unwrap()["actions"][0]["action"], "back");
         assert_eq!(extract_json("no json here {oops"), None);
+    }
+
+    #[test]
+    fn json_written_carelessly_is_read_as_json5() {
+        let answers = [
+            // A trailing comma, as small local models often leave.
+            "```json\n{\"actions\": [{\"action\": \"back\",},],}\n```",
+            // A comment, single quotes and unquoted keys.
+            "Here: {actions: [{action: 'back', // the only way out\n reasoning: 'stuck'}]}",
+        ];
+        for answer in answers {
+            let value = extract_json(answer).unwrap_or_else(|| panic!("{answer}"));
+            assert_eq!(value["actions"][0]["action"], "back", "{answer}");
+        }
+        // Prose in braces is still no JSON.
+        assert_eq!(extract_json("Option {a} or {b, c} then [ref=5]"), None);
     }
 
     #[test]
