@@ -276,7 +276,7 @@ fn action(
         .get("action")
         .and_then(Value::as_str)
         .ok_or("no \"action\"")?;
-    let kind = ActionType::parse(name.trim()).ok_or_else(|| format!("unknown action {name:?}"))?;
+    let kind = action_type(name).ok_or_else(|| format!("unknown action {name:?}"))?;
     // Words of a field: a non-blank string; anything else counts as missing.
     let words = |field: &str| {
         object
@@ -296,12 +296,7 @@ fn action(
     };
     let reference = match object.get("ref") {
         None | Some(Value::Null) => None,
-        Some(value) => Some(
-            value
-                .as_u64()
-                .and_then(|r| u32::try_from(r).ok())
-                .ok_or("\"ref\" is not a whole number")?,
-        ),
+        Some(value) => Some(ref_number(value).ok_or("\"ref\" is not a whole number")?),
     };
     let model_box = match object.get("target_bounding_box") {
         None | Some(Value::Null) => None,
@@ -362,6 +357,33 @@ fn action(
 
 /// An action not on an element, described by where it acts: `tap [x1,y1][x2,y2]`, `tap (x, y)`,
 /// or its type alone (`back`).
+/// An action type as a model may spell it: any case, words apart or hyphenated ("Click",
+/// "long press", "scroll-down").
+fn action_type(name: &str) -> Option<ActionType> {
+    let wire: String = name
+        .trim()
+        .chars()
+        .map(|c| match c {
+            ' ' | '-' => '_',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    ActionType::parse(&wire)
+}
+
+/// A `ref` as a number, or as models copy it from the tree: `"5"`, `"[ref=5]"`, `"ref=5"`.
+fn ref_number(value: &Value) -> Option<u32> {
+    match value {
+        Value::Number(number) => number.as_u64().and_then(|r| u32::try_from(r).ok()),
+        Value::String(text) => {
+            let text = text.trim().trim_start_matches('[').trim_end_matches(']');
+            let digits = text.strip_prefix("ref=").unwrap_or(text).trim();
+            digits.parse().ok()
+        }
+        _ => None,
+    }
+}
+
 fn describe_where(action: &Action) -> String {
     let kind = action.action;
     match (action.target_bounding_box, action.point) {
@@ -485,6 +507,7 @@ fn iou(a: &Bounds, b: &Bounds) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn observation() -> Observation {
         let button = |id: u32, text: &str, bounds: [i32; 4]| UiElement {
@@ -523,6 +546,25 @@ mod tests {
         assert_eq!(extract_json(fenced).unwrap()["actions"][0], 1);
         assert_eq!(extract_json(prose).unwrap()["actions"][0]["action"], "back");
         assert_eq!(extract_json("no json here {oops"), None);
+    }
+
+    #[test]
+    fn action_names_and_refs_as_models_spell_them() {
+        assert_eq!(action_type("Click"), Some(ActionType::Click));
+        assert_eq!(action_type(" long press "), Some(ActionType::LongPress));
+        assert_eq!(action_type("Scroll-Down"), Some(ActionType::ScrollDown));
+        assert_eq!(action_type("clicking"), None);
+        for (value, expected) in [
+            (json!(5), Some(5)),
+            (json!("5"), Some(5)),
+            (json!("[ref=5]"), Some(5)),
+            (json!(" ref=12 "), Some(12)),
+            (json!("5th"), None),
+            (json!(-1), None),
+            (json!(2.5), None),
+        ] {
+            assert_eq!(ref_number(&value), expected, "{value}");
+        }
     }
 
     #[test]
