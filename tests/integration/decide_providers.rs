@@ -1641,3 +1641,28 @@ fn requests_have_the_shape_of_each_providers_documented_request() {
         }
     }
 }
+
+#[test]
+fn text_a_model_asks_to_type_reaches_the_decision_as_it_was_written() {
+    // Shell in the text is text: droid-act types it (tests/integration/act.rs hostile_text).
+    let hostile = "$(reboot); rm -rf / && echo \"x\" 'y' `id` | sh\n\\n%s ☃";
+    let answer = json!({"actions": [{"action": "input", "action_desc": "type", "reasoning": "r",
+        "ref": "[ref=1]", "input_text": hostile}]});
+    let mut chat = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
+    chat["choices"][0]["message"]["content"] = Value::from(answer.to_string());
+    let server = Server::start(move |_, _| reply(200, &chat));
+    let dir = tempfile::tempdir().unwrap();
+    let output = decide(
+        "openai",
+        &server.base,
+        &[observation(dir.path())],
+        &["--text-only"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let action = &of_type(&events, "decision")[0]["actions"][0];
+    assert_eq!(
+        (action["input_text"].as_str(), action["ref"].as_u64()),
+        (Some(hostile), Some(1))
+    );
+}
