@@ -3,10 +3,10 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::http::{answer_message, Client, Request, Verdict};
+use super::http::{Client, Request, Verdict};
 use super::{
-    join, Generation, ModelAdapter, ModelInfo, Prompt, ProviderConfig, ProviderError, ProviderKind,
-    Reply,
+    fetch_object, join, Generation, ModelAdapter, ModelInfo, Prompt, ProviderConfig, ProviderError,
+    ProviderKind, Reply,
 };
 use crate::events::AiMeta;
 
@@ -169,18 +169,13 @@ impl ModelAdapter for Gemini {
                 headers: self.headers(),
                 body: None,
             };
-            let page = self
-                .client
-                .call(&request, &mut AiMeta::default(), |answer| {
-                    if answer.body.get("models").is_some() || answer.body.is_object() {
-                        Verdict::Done(answer.body.clone())
-                    } else {
-                        Verdict::Fail(ProviderError::Malformed {
-                            provider: ProviderKind::Gemini,
-                            message: answer_message(answer),
-                        })
-                    }
-                })?;
+            // Listing models is no decision: its attempts are not kept.
+            let page = fetch_object(
+                &self.client,
+                ProviderKind::Gemini,
+                &request,
+                &mut AiMeta::default(),
+            )?;
             for model in page
                 .get("models")
                 .and_then(Value::as_array)
