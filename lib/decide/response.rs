@@ -42,23 +42,10 @@ pub enum InvalidResponse {
 /// instead of taking quadratic time.
 const SCAN_BUDGET: usize = 1 << 24;
 
-/// The answer's JSON value most likely to be the decision (see [`candidates`]).
-pub fn extract_json(text: &str) -> Option<Value> {
-    candidates(text).into_iter().next()
-}
-
-/// The JSON values in an answer, the likeliest decision first: an object with an `actions`
-/// list, then a lone action or a list of actions, then an object whose `actions` is no list, in
-/// the order they appear within each kind. Values are looked for in the whole answer (also
-/// when it is a JSON string holding the answer), and as every balanced `{...}` or `[...]` in
-/// prose or fenced blocks (with or without a language tag), braces inside JSON strings
-/// respected; values nested in them count too (`{"answer": {"actions": [...]}}`). JSON that is
-/// no decision at all (`[1]` in "Button [1]") is no candidate.
-pub fn candidates(text: &str) -> Vec<Value> {
-    ranked(json_values(text))
-}
-
-/// Every JSON value in the answer (see [`candidates`]), nested ones included.
+/// Every JSON value in an answer, nested ones included: the whole answer (also when it is a
+/// JSON string holding the answer), else every balanced `{...}` or `[...]` in prose or fenced
+/// blocks (with or without a language tag), braces inside JSON strings respected; values
+/// nested in them count too (`{"answer": {"actions": [...]}}`).
 fn json_values(text: &str) -> Vec<Value> {
     let trimmed = text.trim();
     let values = match serde_json::from_str::<Value>(trimmed) {
@@ -73,7 +60,10 @@ fn json_values(text: &str) -> Vec<Value> {
     found
 }
 
-/// The values that may be a decision, likeliest first, in order within a kind.
+/// The values that may be a decision, likeliest first: an object with an `actions` list, then
+/// a lone action or a list of actions, then an object whose `actions` is no list, in the order
+/// they appear within each kind. JSON that is no decision at all (`[1]` in "Button [1]") is
+/// left out.
 fn ranked(mut values: Vec<Value>) -> Vec<Value> {
     values.retain(|value| rank(value) > 0);
     values.sort_by_key(|value| std::cmp::Reverse(rank(value)));
@@ -184,10 +174,10 @@ fn balanced_end(bytes: &[u8], budget: &mut usize) -> Option<usize> {
     None
 }
 
-/// Validates an answer against the observation it was asked about: the first candidate (see
-/// [`candidates`]) that gives a usable decision, else why the likeliest one does not. Of the
-/// usable actions the first `most` are kept (1 when the request asked for one action,
-/// [`MAX_ACTIONS`] otherwise), the others listed in the warnings.
+/// Validates an answer against the observation it was asked about: the first of its JSON
+/// values ([`json_values`], in the order of [`ranked`]) that gives a usable decision, else why
+/// the likeliest one does not. Of the usable actions the first `most` are kept (1 when the
+/// request asked for one action, [`MAX_ACTIONS`] otherwise), the others listed in the warnings.
 pub fn parse(
     text: &str,
     observation: &Observation,
@@ -508,6 +498,11 @@ fn iou(a: &Bounds, b: &Bounds) -> f64 {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The answer's JSON value most likely to be the decision.
+    fn extract_json(text: &str) -> Option<Value> {
+        ranked(json_values(text)).into_iter().next()
+    }
 
     fn observation() -> Observation {
         let button = |id: u32, text: &str, bounds: [i32; 4]| UiElement {
