@@ -154,6 +154,19 @@ enum DeciderArg {
     Openai,
 }
 
+impl DeciderArg {
+    /// The provider a model decider asks.
+    fn provider(self) -> Option<ProviderArg> {
+        match self {
+            DeciderArg::Gemini => Some(ProviderArg::Gemini),
+            DeciderArg::Openrouter => Some(ProviderArg::Openrouter),
+            DeciderArg::Ollama => Some(ProviderArg::Ollama),
+            DeciderArg::Openai => Some(ProviderArg::Openai),
+            DeciderArg::Heuristic | DeciderArg::Random => None,
+        }
+    }
+}
+
 /// The deciders that are providers: what `models --provider` takes.
 #[derive(Clone, Copy, ValueEnum)]
 enum ProviderArg {
@@ -204,28 +217,18 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         for line in decide::model_list_lines(&models, all) {
             writeln!(out, "{line}").context("writing the model list")?;
         }
-        let unknown = models.iter().filter(|m| m.vision.is_none()).count();
-        if !all && unknown > 0 {
-            // vLLM's list, say, tells nothing of images: an empty list would look like none.
-            eprintln!(
-                "droid-decide: {unknown} more model(s) of unknown capability: --all lists them"
-            );
+        if let Some(note) = decide::hidden_models_note(&models, all) {
+            eprintln!("droid-decide: {note}");
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut model = |provider: ProviderArg| {
-        provider_config(&args, provider.into(), &mut settings).map(Decider::Model)
-    };
-    let decider = match args.decider {
-        DeciderArg::Heuristic => Decider::Heuristic,
-        DeciderArg::Random => Decider::Random,
-        DeciderArg::Gemini => model(ProviderArg::Gemini)?,
-        DeciderArg::Openrouter => model(ProviderArg::Openrouter)?,
-        DeciderArg::Ollama => model(ProviderArg::Ollama)?,
-        DeciderArg::Openai => model(ProviderArg::Openai)?,
+    let decider = match args.decider.provider() {
+        Some(provider) => Decider::Model(provider_config(&args, provider.into(), &mut settings)?),
+        None if matches!(args.decider, DeciderArg::Random) => Decider::Random,
+        None => Decider::Heuristic,
     };
     let system_prompt = match &args.system_prompt {
-        Some(path) => Some(read_system_prompt(path)?),
+        Some(path) => Some(decide::read_system_prompt(path)?),
         None => None,
     };
     let history = match (&args.db, &args.run) {
@@ -256,18 +259,6 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// The `--system-prompt` file: an empty one would send the model no instructions at all.
-fn read_system_prompt(path: &std::path::Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading --system-prompt {}", path.display()))?;
-    anyhow::ensure!(
-        !text.trim().is_empty(),
-        "--system-prompt {} is empty: the model would get no instructions",
-        path.display()
-    );
-    Ok(text)
 }
 
 fn main() -> ExitCode {

@@ -17,6 +17,7 @@ pub mod response;
 pub mod widgets;
 
 use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -114,6 +115,14 @@ pub enum Error {
         #[source]
         source: ProviderError,
     },
+    #[error("reading --system-prompt {}: {source}", path.display())]
+    SystemPromptUnreadable {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("--system-prompt {} is empty: the model would get no instructions", .0.display())]
+    SystemPromptEmpty(PathBuf),
     #[error("reading events: {0}")]
     Read(#[source] io::Error),
     #[error("writing events: {0}")]
@@ -129,6 +138,28 @@ pub const REFUSALS_BEFORE_STOP: u32 = 3;
 /// Lists a provider's models (`droid-decide models --provider P`).
 pub fn list_models(config: ProviderConfig) -> Result<Vec<provider::ModelInfo>, ProviderError> {
     provider::connect(config)?.list_models()
+}
+
+/// A `--system-prompt` file's text, sent as it is; an empty one would send the model no
+/// instructions at all.
+pub fn read_system_prompt(path: &Path) -> Result<String, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::SystemPromptUnreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match text.trim().is_empty() {
+        true => Err(Error::SystemPromptEmpty(path.to_path_buf())),
+        false => Ok(text),
+    }
+}
+
+/// What `droid-decide models` says on stderr when it leaves models out: without `all`, the
+/// models of unknown capability (vLLM's list says nothing of images, and an empty list would
+/// look like none).
+pub fn hidden_models_note(models: &[provider::ModelInfo], all: bool) -> Option<String> {
+    let unknown = models.iter().filter(|m| m.vision.is_none()).count();
+    (!all && unknown > 0)
+        .then(|| format!("{unknown} more model(s) of unknown capability: --all lists them"))
 }
 
 /// The lines `droid-decide models` prints: vision-capable model names, or with `all` every
