@@ -325,7 +325,7 @@ fn a_reasoning_model_on_openrouter_is_read_from_its_content_not_its_reasoning() 
     let line = observation(dir.path());
     let output = decide(
         "openrouter",
-        &format!("{}/api/v1", server.base),
+        &api_base(&server, "openrouter"),
         &[line.clone(), line],
         &[],
     );
@@ -420,7 +420,7 @@ fn openrouter_success_with_prose_wrapped_json() {
     let dir = tempfile::tempdir().unwrap();
     let output = decide(
         "openrouter",
-        &format!("{}/api/v1", server.base),
+        &api_base(&server, "openrouter"),
         &[observation(dir.path())],
         &[],
     );
@@ -573,11 +573,19 @@ fn openai_compatible_text_mode_sends_the_tree() {
     assert!(content[0]["text"].as_str().unwrap().contains("[ref=1]"));
 }
 
+/// The `--base-url` of a provider served by `server`: OpenRouter's API lives under `/api/v1`
+/// (`https://openrouter.ai/api/v1`), the others at the root.
+pub(crate) fn api_base(server: &Server, decider: &str) -> String {
+    match decider {
+        "openrouter" => format!("{}/api/v1", server.base),
+        _ => server.base.clone(),
+    }
+}
+
 /// Runs one observation against a server replaying `status` + `body`, returning the events,
 /// the exit code and how many requests were made.
 pub(crate) fn failing(
     decider: &str,
-    base_path: &str,
     status: u16,
     body: Value,
     headers: Vec<(String, String)>,
@@ -589,7 +597,7 @@ pub(crate) fn failing(
     let dir = tempfile::tempdir().unwrap();
     let output = decide(
         decider,
-        &format!("{}{base_path}", server.base),
+        &api_base(&server, decider),
         &[observation(dir.path())],
         &[],
     );
@@ -608,19 +616,16 @@ fn invalid_keys_stop_without_retry() {
     let cases = [
         (
             "gemini",
-            "",
             400,
             fixture("gemini/error_400_api_key_invalid_continue8516.json"),
         ),
         (
             "openrouter",
-            "/api/v1",
             401,
             fixture("openrouter/error_docs_examples.json")["401"].clone(),
         ),
         (
             "gemini",
-            "",
             403,
             // gemini/NOTES.md: 403 PERMISSION_DENIED for a key lacking access; the envelope is
             // Gemini's usual one.
@@ -628,8 +633,8 @@ fn invalid_keys_stop_without_retry() {
                 "status": "PERMISSION_DENIED"}}),
         ),
     ];
-    for (decider, path, status, body) in cases {
-        let (events, code, requests, stderr) = failing(decider, path, status, body, Vec::new());
+    for (decider, status, body) in cases {
+        let (events, code, requests, stderr) = failing(decider, status, body, Vec::new());
         assert_eq!(code, Some(1), "{decider} {status}");
         assert_eq!(requests, 1, "{decider} {status}: no retry");
         assert!(stderr.contains("API key was rejected"), "{stderr}");
@@ -642,25 +647,22 @@ fn missing_models_stop_with_the_server_message() {
     let cases = [
         (
             "gemini",
-            "",
             fixture("gemini/error_404_model_not_found_swuecho597.json"),
             "is not found for API version",
         ),
         (
             "openrouter",
-            "/api/v1",
             fixture("openrouter/error_404_no_endpoints_real.json"),
             "No endpoints found",
         ),
         (
             "openrouter",
-            "/api/v1",
             fixture("openrouter/error_404_no_image_endpoints_shape.json"),
             "support image input",
         ),
     ];
-    for (decider, path, body, message) in cases {
-        let (_, code, requests, stderr) = failing(decider, path, 404, body, Vec::new());
+    for (decider, body, message) in cases {
+        let (_, code, requests, stderr) = failing(decider, 404, body, Vec::new());
         assert_eq!((code, requests), (Some(1), 1), "{decider}");
         assert!(
             stderr.contains(message) && stderr.contains("HTTP 404"),
@@ -684,23 +686,20 @@ fn rate_limits_without_a_hint_back_off_three_times() {
     let cases = [
         (
             "gemini",
-            "",
             fixture("gemini/error_429_no_retryinfo_gke-labs1215.json"),
         ),
         (
             // Its X-RateLimit-Reset (in error.metadata.headers) has passed: no hint.
             "openrouter",
-            "/api/v1",
             fixture("openrouter/error_429_upstream_model_rpm_real.json"),
         ),
         (
             "openai",
-            "",
             fixture("openai_compat/groq_error_rate_limit_tpm_real.json"),
         ),
     ];
-    for (decider, path, body) in cases {
-        let (events, code, requests, _) = failing(decider, path, 429, body, Vec::new());
+    for (decider, body) in cases {
+        let (events, code, requests, _) = failing(decider, 429, body, Vec::new());
         assert_eq!(
             (code, requests),
             (Some(0), 4),
@@ -733,35 +732,31 @@ fn a_rate_limit_hint_longer_than_the_retries_may_wait_is_not_retried() {
     let cases = [
         (
             "gemini",
-            "",
             fixture("gemini/error_429_retryinfo_python-genai1875.json"),
             Vec::new(),
             "asks to wait 53 s",
         ),
         (
             "gemini",
-            "",
             fixture("gemini/error_429_resource_exhausted_langextract50.json"),
             Vec::new(),
             "asks to wait 15 s",
         ),
         (
             "openrouter",
-            "/api/v1",
             fixture("openrouter/error_429_free_models_per_min_real.json"),
             vec![("X-RateLimit-Reset".to_string(), in_30s)],
             "asks to wait 2",
         ),
         (
             "openrouter",
-            "/api/v1",
             fixture("openrouter/error_429_upstream_model_rpm_real.json"),
             vec![("Retry-After".to_string(), "7".to_string())],
             "asks to wait 7 s",
         ),
     ];
-    for (decider, path, body, headers, message) in cases {
-        let (events, code, requests, _) = failing(decider, path, 429, body, headers);
+    for (decider, body, headers, message) in cases {
+        let (events, code, requests, _) = failing(decider, 429, body, headers);
         assert_eq!((code, requests), (Some(0), 1), "{message}");
         let ai = fallback_ai(&events);
         let error = ai["error"].as_str().unwrap();
@@ -789,7 +784,7 @@ fn wait_after_429(headers: Vec<(String, String)>) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let output = decide(
         "openrouter",
-        &format!("{}/api/v1", server.base),
+        &api_base(&server, "openrouter"),
         &[observation(dir.path())],
         &["--retry-max-ms", "5000"],
     );
@@ -839,7 +834,7 @@ fn openrouter_daily_quota_is_not_retried() {
         "error_429_free_daily_with_limit_source_real.json",
     ] {
         let body = fixture(&format!("openrouter/{name}"));
-        let (events, code, requests, _) = failing("openrouter", "/api/v1", 429, body, Vec::new());
+        let (events, code, requests, _) = failing("openrouter", 429, body, Vec::new());
         assert_eq!((code, requests), (Some(0), 1), "{name}");
         assert!(fallback_ai(&events)["error"]
             .as_str()
@@ -916,12 +911,7 @@ fn request_errors_fall_back_without_retry() {
         ),
     ];
     for (decider, status, body, message) in cases {
-        let path = if decider == "openrouter" {
-            "/api/v1"
-        } else {
-            ""
-        };
-        let (events, code, requests, _) = failing(decider, path, status, body, Vec::new());
+        let (events, code, requests, _) = failing(decider, status, body, Vec::new());
         assert_eq!((code, requests), (Some(0), 1), "{message}");
         let ai = fallback_ai(&events);
         assert!(ai["error"].as_str().unwrap().contains(message), "{ai}");
@@ -1124,7 +1114,7 @@ fn model_lists_show_only_vision_models() {
     let server = Server::start(move |_, _| reply(200, &entries));
     let output = droid("droid-decide")
         .args(["models", "--provider", "openrouter", "--api-key", KEY])
-        .args(["--base-url", &format!("{}/api/v1", server.base)])
+        .args(["--base-url", &api_base(&server, "openrouter")])
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
@@ -1455,12 +1445,7 @@ fn refusals_that_asking_again_cannot_change_stop_with_a_note_of_the_attempt() {
         ),
     ];
     for (decider, status, body, message) in cases {
-        let path = if decider == "openrouter" {
-            "/api/v1"
-        } else {
-            ""
-        };
-        let (events, code, requests, stderr) = failing(decider, path, status, body, Vec::new());
+        let (events, code, requests, stderr) = failing(decider, status, body, Vec::new());
         assert_eq!((code, requests), (Some(1), 1), "{message}");
         assert!(
             stderr.contains("refuses the request") && stderr.contains(message),
@@ -1574,11 +1559,10 @@ fn requests_have_the_shape_of_each_providers_documented_request() {
     let mut ollama = fixture("ollama/chat_response_structured_schema.json");
     ollama["message"]["content"] = Value::from(decision_text());
     let show = fixture("ollama/show_response_gemma4_openapi.json");
-    // (decider, path, answer, documented requests, what droid leaves out on purpose)
+    // (decider, answer, documented requests, what droid leaves out on purpose)
     let cases = [
         (
             "gemini",
-            "",
             gemini,
             vec!["gemini/generateContent_request_crawler_template.json"],
             // No output cap: a thinking model's thoughts count against it.
@@ -1586,14 +1570,12 @@ fn requests_have_the_shape_of_each_providers_documented_request() {
         ),
         (
             "openrouter",
-            "/api/v1",
             chat.clone(),
             vec!["openrouter/chat_request_vision_json_schema.json"],
             vec!["/max_tokens", "/messages[]/content[]/image_url/detail"],
         ),
         (
             "openai",
-            "",
             chat,
             vec![
                 "ollama/v1_chat_completions_request_json_schema.json",
@@ -1603,7 +1585,6 @@ fn requests_have_the_shape_of_each_providers_documented_request() {
         ),
         (
             "ollama",
-            "",
             ollama,
             vec![
                 "ollama/chat_request_images.json",
@@ -1613,14 +1594,14 @@ fn requests_have_the_shape_of_each_providers_documented_request() {
             vec![],
         ),
     ];
-    for (decider, path, answer, documented, left_out) in cases {
+    for (decider, answer, documented, left_out) in cases {
         let show = show.clone();
         let server = Server::start(move |seen, _| match seen.url.as_str() {
             "/api/show" => reply(200, &show),
             _ => reply(200, &answer),
         });
         let dir = tempfile::tempdir().unwrap();
-        let base = format!("{}{path}", server.base);
+        let base = api_base(&server, decider);
         let output = decide(decider, &base, &[observation(dir.path())], &[]);
         assert!(output.status.success(), "{output:?}");
         let sent = server
