@@ -346,12 +346,14 @@ impl Graph {
             .is_some_and(|s| s.tried.contains(key))
     }
 
-    /// Records that `key` on `from` led to `to` (just observed). The first outcome of an action
-    /// counts towards the screen's productivity, but for typing that showed the screen in
-    /// another state (see [`Graph::is_state_of`]); the latest one says whether it stalled (see
+    /// Records that `key` on `from` led to `to` (just observed; `renewed` when it shows a known
+    /// screen in a state not explored yet). The first outcome of an action counts towards the
+    /// screen's productivity, as a discovery when `to` is another screen seen for the first
+    /// time or renewed, but for typing that showed the screen in another state (see
+    /// [`Graph::is_state_of`]); the latest one says whether it stalled (see
     /// [`Screen::stalled`]); a screen seen for the first time remembers where it was reached
     /// from.
-    pub fn record_edge(&mut self, from: ScreenId, key: &str, to: ScreenId) {
+    pub fn record_edge(&mut self, from: ScreenId, key: &str, to: ScreenId, renewed: bool) {
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return;
         };
@@ -371,7 +373,7 @@ impl Graph {
         if targets.is_empty() {
             if !typed_state {
                 screen.outcomes += 1;
-                screen.discoveries += u32::from(first_seen && to != from);
+                screen.discoveries += u32::from((first_seen || renewed) && to != from);
             }
             if key != BACK && key != SCROLL && to != from {
                 self.led_away_on
@@ -763,11 +765,11 @@ mod tests {
         let home = graph.observe(&screen("Home", "0", &["Go", "Other"]));
         graph.set_launch(home);
         let middle = graph.observe(&screen("Middle", "0", &["Next"]));
-        graph.record_edge(home, &click("Go"), middle);
+        graph.record_edge(home, &click("Go"), middle, false);
         let far = graph.observe(&screen("Far", "0", &["X", "Y"]));
-        graph.record_edge(middle, &click("Next"), far);
+        graph.record_edge(middle, &click("Next"), far, false);
         graph.observe(&screen("Far", "0", &["X", "Y"]));
-        graph.record_edge(far, &click("X"), far);
+        graph.record_edge(far, &click("X"), far, false);
         // Far's own Y is the caller's business; Home's "Other" is two expected backs away.
         let plan = graph.plan(far, false, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Step::Action(BACK.into()), home));
@@ -776,7 +778,7 @@ mod tests {
         let plan = graph.plan(far, true, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Step::Relaunch, home));
         // Once tried, back is what it was seen to do: here, nothing.
-        graph.record_edge(far, BACK, far);
+        graph.record_edge(far, BACK, far, false);
         assert_eq!(graph.plan(far, false, &none()), None);
         graph.mark_tried(home, &click("Other"));
         assert_eq!(graph.plan(far, true, &none()), None);
@@ -787,9 +789,9 @@ mod tests {
         let mut graph = Graph::new();
         let home = graph.observe(&screen("Home", "0", &["Search", "Go", "More"]));
         let page = graph.observe(&screen("Page", "0", &["Search", "X"]));
-        graph.record_edge(home, &click("Go"), page);
+        graph.record_edge(home, &click("Go"), page, false);
         graph.observe(&screen("Page", "0", &["Search", "X"]));
-        graph.record_edge(page, &click("X"), page);
+        graph.record_edge(page, &click("X"), page, false);
         let search_here = BTreeSet::from([click("Search")]);
         let nothing = none();
         let goal = |graph: &Graph, skip| graph.plan(page, false, skip).map(|plan| plan.goal);
@@ -808,10 +810,10 @@ mod tests {
         let home = graph.observe(&screen("Home", "0", &["Menu"]));
         graph.set_launch(home);
         let menu = graph.observe(&screen("Menu", "0", &["Settings"]));
-        graph.record_edge(home, &click("Menu"), menu);
+        graph.record_edge(home, &click("Menu"), menu, false);
         let settings = graph.observe(&screen("Settings", "0", &["A", "B"]));
-        graph.record_edge(menu, &click("Settings"), settings);
-        graph.record_edge(settings, &click("A"), home);
+        graph.record_edge(menu, &click("Settings"), settings, false);
+        graph.record_edge(settings, &click("A"), home, false);
         graph.observe(&screen("Home", "0", &["Menu"]));
         let plan = graph.plan(home, false, &none()).unwrap();
         assert_eq!(
@@ -847,10 +849,10 @@ mod tests {
         let page = graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
         graph.set_launch(page);
         let dialog = graph.observe(&screen("Dialog", "0", &["A", "B"]));
-        graph.record_edge(page, &click("Open"), dialog);
+        graph.record_edge(page, &click("Open"), dialog, false);
         graph.mark_tried(page, &click("Toggle"));
         graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
-        graph.record_edge(dialog, BACK, page);
+        graph.record_edge(dialog, BACK, page, false);
         let to_dialog = Some((Step::Action(click("Open")), dialog));
         let route = |graph: &Graph| {
             graph
@@ -862,7 +864,7 @@ mod tests {
         // now, and not a move to the page itself either.
         for _ in 0..2 {
             graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
-            graph.record_edge(page, &click("Open"), page);
+            graph.record_edge(page, &click("Open"), page, false);
         }
         assert_eq!(route(&graph), None);
         // A restart brings the app's first state back, and the dialog with it, though Open
@@ -870,12 +872,12 @@ mod tests {
         graph.app_restarted();
         assert_eq!(route(&graph), to_dialog);
         // Open leads there again: a later stall is again undone by a restart.
-        graph.record_edge(page, &click("Open"), dialog);
-        graph.record_edge(page, &click("Open"), page);
+        graph.record_edge(page, &click("Open"), dialog, false);
+        graph.record_edge(page, &click("Open"), page, false);
         graph.app_restarted();
         assert_eq!(route(&graph), to_dialog);
         // Stalling once more right after the restart, it is dead: restarts do not bring it back.
-        graph.record_edge(page, &click("Open"), page);
+        graph.record_edge(page, &click("Open"), page, false);
         graph.app_restarted();
         assert_eq!(route(&graph), None);
         // Until nothing else is left.
@@ -889,7 +891,7 @@ mod tests {
         let tabs = ["Home", "Cart", "Settings"];
         let home = graph.observe(&screen("Main", "0", &[&tabs[..], &["Shoes"]].concat()));
         let cart = graph.observe(&screen("Main", "0", &[&tabs[..], &["Checkout"]].concat()));
-        graph.record_edge(home, &click("Cart"), cart);
+        graph.record_edge(home, &click("Cart"), cart, false);
         assert_eq!(
             graph.promise(cart, &click("Shoes"), Rank::Text),
             Rank::Text.promise()
@@ -902,7 +904,7 @@ mod tests {
         // in each.
         let rename = graph.observe(&screen("Dialog", "0", &["OK", "Cancel"]));
         let lock = graph.observe(&screen("Dialog", "0", &["OK", "Cancel", "Help"]));
-        graph.record_edge(rename, &click("OK"), home);
+        graph.record_edge(rename, &click("OK"), home, false);
         assert_eq!(
             graph.promise(lock, &click("OK"), Rank::Text),
             Rank::Text.promise()
@@ -923,15 +925,15 @@ mod tests {
             page(&mut graph, "Rows"),
         );
         let text_menu = graph.observe(&screen("Main", "0", &["Rename", "Print"]));
-        graph.record_edge(text, &click("More"), text_menu);
+        graph.record_edge(text, &click("More"), text_menu, false);
         let more = |graph: &Graph, on| graph.promise(on, &click("More"), Rank::Text);
         assert_eq!(more(&graph, checklist), Rank::Text.promise() * SIBLING_ONCE);
         // The same menu from two pages: the next page's is the same menu too.
-        graph.record_edge(drawing, &click("More"), text_menu);
+        graph.record_edge(drawing, &click("More"), text_menu, false);
         assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_TRIED);
         // Another menu from another page: it depends on the page.
         let checklist_menu = graph.observe(&screen("Main", "0", &["Sort", "Remove done"]));
-        graph.record_edge(checklist, &click("More"), checklist_menu);
+        graph.record_edge(checklist, &click("More"), checklist_menu, false);
         assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_VARIES);
     }
 
@@ -943,7 +945,7 @@ mod tests {
         let home = graph.observe(&screen("Main", "0", &["T1", "T2", "Row", "Row"]));
         let page = graph.observe(&screen("Main", "0", &["T1", "T2", "Item", "Item", "Item"]));
         let elsewhere = graph.observe(&screen("Other", "0", &["Z"]));
-        graph.record_edge(home, &click("T1"), elsewhere);
+        graph.record_edge(home, &click("T1"), elsewhere, false);
         assert!(graph.offers(page, SCROLL) && !graph.offers(home, SCROLL));
         assert_eq!(graph.promise(page, &click("T1"), Rank::Text), 1.0);
         graph.observe(&screen("Main", "0", &["T1", "T2", "Row", "Row", "Row"]));
@@ -982,7 +984,7 @@ mod tests {
         let rename = graph.observe(&screen("Main", "0", &form));
         let create = graph.observe(&screen("Main", "0", &[&form[..], &["Checklist"]].concat()));
         let renamed = graph.observe(&screen("Main", "0", &["Note"]));
-        graph.record_edge(rename, &click("OK"), renamed);
+        graph.record_edge(rename, &click("OK"), renamed, false);
         assert_eq!(
             graph.promise(create, &click("OK"), Rank::SubmitButton),
             Rank::SubmitButton.promise()
@@ -1015,7 +1017,7 @@ mod tests {
         let editor = graph.observe(&empty);
         assert!(graph.offers(editor, &typing));
         let typed = graph.observe(&with_field("Editor", &[&toolbar[..], &["Undo"]].concat()).0);
-        graph.record_edge(editor, &typing, typed);
+        graph.record_edge(editor, &typing, typed, false);
         assert_eq!(graph.value_here(editor, 1.0), UNSEEN_PRODUCTIVITY);
         // Typing into a search bar that shows results under the same toolbar is a discovery
         // as any other: the rows are more than another state's extra widgets.
@@ -1024,7 +1026,7 @@ mod tests {
         let search = graph.observe(&search);
         let rows = [&bar[..], &["One", "Two", "Three", "Four"]].concat();
         let results = graph.observe(&with_field("Search", &rows).0);
-        graph.record_edge(search, &typing, results);
+        graph.record_edge(search, &typing, results, false);
         assert!(graph.value_here(search, 1.0) > UNSEEN_PRODUCTIVITY);
     }
 
@@ -1035,11 +1037,33 @@ mod tests {
         let fresh = graph.value_here(list, 1.0);
         assert_eq!(fresh, UNSEEN_PRODUCTIVITY);
         graph.observe(&screen("List", "0", &["A", "B", "C"]));
-        graph.record_edge(list, &click("A"), list);
+        graph.record_edge(list, &click("A"), list, false);
         let after_nothing = graph.value_here(list, 1.0);
         let detail = graph.observe(&screen("Detail", "0", &["D"]));
-        graph.record_edge(list, &click("B"), detail);
+        graph.record_edge(list, &click("B"), detail, false);
         assert!(after_nothing < fresh);
         assert!(graph.value_here(list, 1.0) > after_nothing);
+    }
+
+    #[test]
+    fn a_known_screen_shown_in_a_new_state_is_a_discovery() {
+        // A dialog whose "OK" showed the home screen again, in a state not explored yet or not.
+        let after_ok = |renewed: bool| {
+            let mut graph = Graph::new();
+            let home = graph.observe(&screen("Main", "0", &["New", "Menu"]));
+            let dialog = graph.observe(&screen("Dialog", "0", &["OK", "Cancel"]));
+            graph.observe(&screen("Main", "0", &["New", "Menu"]));
+            graph.record_edge(dialog, &click("OK"), home, renewed);
+            (graph, dialog)
+        };
+        let (graph, dialog) = after_ok(false);
+        assert_eq!(graph.value_here(dialog, 1.0), 1.0 / 3.0);
+        // The home screen in a state not explored yet (its field holds an empty note where a
+        // written one was seen) counts as a new screen.
+        let (mut graph, dialog) = after_ok(true);
+        assert_eq!(graph.value_here(dialog, 1.0), 2.0 / 3.0);
+        // Staying put is no discovery, renewed or not.
+        graph.record_edge(dialog, &click("Cancel"), dialog, true);
+        assert_eq!(graph.value_here(dialog, 1.0), 2.0 / 4.0);
     }
 }

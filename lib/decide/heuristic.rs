@@ -1,20 +1,20 @@
 //! The default decider: coverage-guided exploration over the in-memory [`Graph`].
 //!
-//! On each observation it weighs the best untried action on this screen against the most
-//! valuable untried action elsewhere, reached by the shortest known path (learned edges, an
-//! untried back to where a screen was first reached from, a relaunch to the launch screen). An
-//! action's value is its rank's promise (text-bearing widgets, fields and the options of a
-//! radio list first, then a form's submit, anonymous ones, toggles, dismissive ones and checked
-//! radio buttons, risky ones such as "log out" or "delete" last) times its screen's productivity (how many of the screen's tried actions showed a new
-//! screen), divided by the steps it takes. So a new screen is explored first, and a screen
-//! whose actions keep showing nothing new is left for more promising ones and finished later.
-//! Empty editable fields are filled first, with test credentials where the field asks for an
-//! e-mail, user name or password, batched with the form's submit button or toggles, typed into
-//! again at once when they show text new to their screen (judged as on an unseen screen), and
-//! as a last resort when nothing else on their screen is untried and they show other text. A
-//! path's learned moves are walked in one decision, with the goal's untried click (see
-//! [`Walk`]). When nothing untried is known: back, then relaunch. The same seed and the same observations give
-//! the same decisions.
+//! On each observation it weighs the best untried action on this screen against the most valuable
+//! untried action elsewhere, reached by the shortest known path (learned edges, an untried back to
+//! where a screen was first reached from, a relaunch to the launch screen). An action's value is
+//! its rank's promise (text-bearing widgets, fields and the options of a radio list first, then a
+//! form's submit, anonymous ones, toggles, dismissive ones and checked radio buttons, risky ones
+//! such as "log out" or "delete" last) times its screen's productivity (how many of the screen's
+//! tried actions showed a new screen, or a known one in a state not explored yet), divided by the
+//! steps it takes. So a new screen is explored first, and a screen whose actions keep showing
+//! nothing new is left for more promising ones and finished later. Empty editable fields are filled
+//! first, with test credentials where the field asks for an e-mail, user name or password, batched
+//! with the form's submit button or toggles, typed into again at once when they show text new to
+//! their screen (judged as on an unseen screen), and as a last resort when nothing else on their
+//! screen is untried and they show other text. A path's learned moves are walked in one decision,
+//! with the goal's untried click (see [`Walk`]). When nothing untried is known: back, then
+//! relaunch. The same seed and the same observations give the same decisions.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -135,6 +135,9 @@ pub struct Heuristic {
     /// Texts each field showed that were not typed here (the app's own: a file name, an item's
     /// name in an edit dialog), per screen.
     prefills: HashMap<(ScreenId, ActionKey), HashSet<String>>,
+    /// The fields of the current observation showing such text new to their screen, by
+    /// element id: the screen is in a state not explored yet (see [`Heuristic::observe`]).
+    renewed: HashSet<u32>,
     /// A relaunch was decided: the next observation is the launch screen.
     relaunching: bool,
 }
@@ -180,6 +183,7 @@ impl Heuristic {
             fills: HashMap::new(),
             typed: HashSet::new(),
             prefills: HashMap::new(),
+            renewed: HashSet::new(),
             options_filled: HashSet::new(),
             as_found: HashSet::new(),
             retries: HashMap::new(),
@@ -198,22 +202,29 @@ impl Heuristic {
         &self.graph
     }
 
-    /// Takes in an observation: identifies its screen and learns the edge of the last action.
+    /// Takes in an observation: identifies its screen, notes the text its fields show and
+    /// learns the edge of the last action. A known screen whose field shows text of the app's
+    /// own new to it (an empty note where a written one was seen, the same save dialog for
+    /// another file) is in a state not explored yet: the action that showed it counts as one
+    /// that showed a new screen, and the form's submits are worth trying again.
     pub fn observe(&mut self, observation: &Observation) -> ScreenId {
         let screen = self.graph.observe(observation);
+        let form = Form::of(&observation.elements);
+        self.renewed = self.note_prefills(screen, &form);
+        let renewed = !self.renewed.is_empty();
         let walked = std::mem::take(&mut self.walked);
         if let Some((from, key)) = self.pending.take() {
             // Back on a screen the walk passed: the move from there went nowhere (a link dead
             // in this state of the app), and the actions after it were not taken where meant.
             match walked.into_iter().find(|(at, _)| *at == screen) {
                 Some((at, stalled)) => {
-                    self.graph.record_edge(at, &stalled, screen);
+                    self.graph.record_edge(at, &stalled, screen, renewed);
                     if self.walked_to_untried {
                         self.graph.mark_untried(from, &key);
                     }
                 }
                 None => {
-                    self.graph.record_edge(from, &key, screen);
+                    self.graph.record_edge(from, &key, screen, renewed);
                     // Until then, the form stays worth coming back to, a bounded number of
                     // times (see [`MAX_RETRIES`]).
                     if self.owes_as_found(from, &key) {
@@ -221,6 +232,9 @@ impl Heuristic {
                     }
                 }
             }
+        }
+        if renewed {
+            self.retry_submits(screen, form.submits());
         }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
             self.graph.set_launch(screen);
@@ -421,9 +435,16 @@ impl Heuristic {
         }
     }
 
-    /// Whether a field shows text of the app's own that it did not show before on this screen:
-    /// the form holds something new (the same save dialog for another file), so its submit may
-    /// lead elsewhere this time.
+    /// Notes the text of the app's own each field shows, and returns the fields showing text
+    /// they did not show before on this screen.
+    fn note_prefills(&mut self, screen: ScreenId, form: &Form) -> HashSet<u32> {
+        form.fields()
+            .filter(|field| self.shows_new_prefill(screen, field))
+            .map(|field| field.element_id)
+            .collect()
+    }
+
+    /// Whether a field shows text of the app's own that it did not show before on this screen.
     fn shows_new_prefill(&mut self, screen: ScreenId, field: &UiElement) -> bool {
         let text = field.text.trim();
         if text.is_empty() || self.shows_typed_text(field) {
@@ -466,34 +487,12 @@ impl Heuristic {
     /// click would land on the wrong screen.
     fn untried_here(&mut self, observation: &Observation, screen: ScreenId) -> Option<Local> {
         let elements = &observation.elements;
-        let mut seen = HashSet::new();
-        let actionable: Vec<&UiElement> = controls(elements)
-            .filter(|e| seen.insert(action_key(primary_action(e), &signature(e))))
-            .collect();
-        let has_form = actionable.iter().any(|e| e.editable);
-        // A form's controls follow its first field; a toolbar above an editor is not one (and
-        // typing may rearrange it).
-        let first_field = actionable.iter().find(|e| e.editable).map(|e| e.element_id);
-        let control = |e: &UiElement| {
-            first_field.is_some_and(|field| e.element_id > field)
-                && (e.checkable || is_submit(label_in(elements, e)))
-        };
-        let submits = || {
-            actionable
-                .iter()
-                .filter(|e| !e.checkable && control(e))
-                .map(|e| action_key(primary_action(e), &signature(e)))
-                .collect::<Vec<_>>()
-        };
-        // Every field's text is noted, and any new one reopens the form's submits.
-        let renewed: HashSet<u32> = actionable
-            .iter()
-            .filter(|e| e.editable && self.shows_new_prefill(screen, e))
-            .map(|e| e.element_id)
-            .collect();
-        if !renewed.is_empty() {
-            self.retry_submits(screen, submits());
-        }
+        let form = Form::of(elements);
+        let actionable = &form.actionable;
+        let has_form = form.first_field.is_some();
+        let control = |e: &UiElement| form.is_control(e);
+        let submits = || form.submits();
+        let renewed = self.renewed.clone();
         // An option owed a try as found and already chosen on this form does nothing when
         // clicked: it waits for the form as found.
         let waits = |e: &UiElement, key: &str| e.checked && self.owes_as_found(screen, key);
@@ -507,9 +506,8 @@ impl Heuristic {
             .copied()
             .collect();
         let untried_control = widgets.iter().any(|e| control(e));
-        let (fields, refills) = self.fields_to_fill(screen, &actionable, untried_control, &renewed);
-        if let Some(option) = self.option_as_found(screen, &actionable, &fields, &renewed, control)
-        {
+        let (fields, refills) = self.fields_to_fill(screen, actionable, untried_control, &renewed);
+        if let Some(option) = self.option_as_found(screen, actionable, &fields, &renewed, control) {
             let kind = primary_action(option);
             let why = "tried on the form filled, now on the form as found";
             return Some(Local {
@@ -870,6 +868,49 @@ impl Heuristic {
         } else {
             "Hello from droid".into()
         }
+    }
+}
+
+/// A screen's actionable widgets, one per action key, and its form: its fields, and the
+/// controls after the first one (a submit button, an option).
+struct Form<'a> {
+    elements: &'a [UiElement],
+    actionable: Vec<&'a UiElement>,
+    /// A form's controls follow its first field; a toolbar above an editor is not one (and
+    /// typing may rearrange it).
+    first_field: Option<u32>,
+}
+
+impl<'a> Form<'a> {
+    fn of(elements: &'a [UiElement]) -> Form<'a> {
+        let mut seen = HashSet::new();
+        let actionable: Vec<&UiElement> = controls(elements)
+            .filter(|e| seen.insert(action_key(primary_action(e), &signature(e))))
+            .collect();
+        let first_field = actionable.iter().find(|e| e.editable).map(|e| e.element_id);
+        Form {
+            elements,
+            actionable,
+            first_field,
+        }
+    }
+
+    fn fields(&self) -> impl Iterator<Item = &'a UiElement> + '_ {
+        self.actionable.iter().copied().filter(|e| e.editable)
+    }
+
+    fn is_control(&self, element: &UiElement) -> bool {
+        self.first_field
+            .is_some_and(|field| element.element_id > field)
+            && (element.checkable || is_submit(label_in(self.elements, element)))
+    }
+
+    fn submits(&self) -> Vec<ActionKey> {
+        self.actionable
+            .iter()
+            .filter(|e| !e.checkable && self.is_control(e))
+            .map(|e| action_key(primary_action(e), &signature(e)))
+            .collect()
     }
 }
 

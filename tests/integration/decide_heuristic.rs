@@ -9,7 +9,7 @@ use droid::decide::heuristic::Heuristic;
 use droid::decide::random::RandomDecider;
 use droid::decide::widgets::signature;
 use droid::decide::{self, Credentials};
-use droid::events::{Action, ActionType, Event, Observation, ScreenHash};
+use droid::events::{Action, ActionType, Decision, Event, Observation, ScreenHash};
 use droid::ui::{Bounds, UiElement};
 use serde_json::Value;
 
@@ -358,29 +358,43 @@ fn stage_decisions(history: Vec<Event>, observations: &[Observation]) -> Vec<Eve
         .collect()
 }
 
+/// The decisions a long-running `droid-decide` writes for `run`, and the one a fresh process
+/// given the events recorded before the run's last observation writes for that observation.
+fn long_running_and_one_shot(run: &[Observation]) -> (Vec<Decision>, Decision) {
+    let long_running = stage_decisions(Vec::new(), run);
+    let last_observed = long_running
+        .iter()
+        .rposition(|e| matches!(e, Event::Observation(_)))
+        .unwrap();
+    let history = long_running[..last_observed].to_vec();
+    let one_shot = stage_decisions(history, &run[run.len() - 1..]);
+    let decisions = |events: &[Event]| -> Vec<Decision> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Decision(decision) => Some(decision.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let one_shot = decisions(&one_shot).pop().expect("a decision");
+    (decisions(&long_running), one_shot)
+}
+
 #[test]
 fn a_one_shot_decide_replays_a_recorded_walk_as_it_was_taken() {
     let [home, menu, settings, done] = walk_screens();
     let run = [home.clone(), menu, settings, home.clone(), done, home];
-    let long_running = stage_decisions(Vec::new(), &run);
-    let decisions: Vec<&Event> = long_running
-        .iter()
-        .filter(|e| matches!(e, Event::Decision(_)))
-        .collect();
-    let Event::Decision(walked) = decisions[3] else {
-        unreachable!()
-    };
-    assert!(walked.extra.contains_key("walk"), "{walked:?}");
+    let (long_running, one_shot) = long_running_and_one_shot(&run);
+    assert!(
+        long_running[3].extra.contains_key("walk"),
+        "{long_running:?}"
+    );
     // A fresh process given the run so far decides the last step as the long-running one did.
-    let before_last = long_running.len() - 2;
-    let one_shot = stage_decisions(long_running[..before_last].to_vec(), &run[5..]);
-    let (Some(Event::Decision(last)), Event::Decision(again)) = (one_shot.last(), decisions[5])
-    else {
-        panic!("{one_shot:?}");
-    };
-    assert_eq!(last.actions, again.actions);
-    assert_eq!(last.extra.get("walk"), again.extra.get("walk"));
-    assert_eq!(taps(&last.actions).len(), 3);
+    let last = &long_running[5];
+    assert_eq!(one_shot.actions, last.actions);
+    assert_eq!(one_shot.extra.get("walk"), last.extra.get("walk"));
+    assert_eq!(taps(&one_shot.actions).len(), 3);
 }
 
 /// The screen with its first element made an editable text field.
@@ -558,6 +572,68 @@ fn an_option_owed_a_try_as_found_is_not_clicked_on_the_form_filled_and_chosen() 
         untried.iter().any(|(key, ..)| *key == checklist),
         "{untried:?}"
     );
+}
+
+/// Notes' main page showing a note whose text is `text`, and its "New note" button; then the
+/// new note dialog: what creating a note goes through.
+fn main_and_dialog(text: &str) -> (Observation, Observation) {
+    let main = with_field_first(buttons("Main", &[text, "New note"]));
+    (main, new_note_dialog("Label", false))
+}
+
+/// The dialog's productivity once its "OK" showed the main page with `shown` in its field,
+/// after a visit where the field showed a written note.
+fn dialog_productivity_after_ok_shows(shown: &str) -> f64 {
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let (written, dialog) = main_and_dialog("2023.6.10 Sunny");
+    assert_eq!(
+        labels_of(&written, &heuristic.decide(&written).actions),
+        ["2023.6.10 Sunny"]
+    );
+    let (typed, _) = main_and_dialog("Hello from droid");
+    assert_eq!(
+        labels_of(&typed, &heuristic.decide(&typed).actions),
+        ["New note"]
+    );
+    let at = heuristic.observe(&dialog);
+    let submitted = heuristic.next(&dialog).actions;
+    assert_eq!(labels_of(&dialog, &submitted), ["Label", "OK"]);
+    heuristic.observe(&main_and_dialog(shown).0);
+    heuristic.graph().value_here(at, 1.0)
+}
+
+#[test]
+fn a_submit_showing_a_known_screen_in_a_new_state_counts_as_a_discovery() {
+    // "OK" made a note: the main page shows it empty, the same widgets as with a written note
+    // (the screens merge), in a state not explored yet. It counts for the dialog as a new
+    // screen would: the dialog's untried "Checklist" stays worth coming back for. (Before,
+    // seed 0 never came back to notes' dialog and missed the checklist's 7 screens.)
+    assert_eq!(
+        dialog_productivity_after_ok_shows("Insert text here"),
+        2.0 / 3.0
+    );
+    // Showing what was seen (the written note) or typed is no discovery.
+    assert_eq!(
+        dialog_productivity_after_ok_shows("2023.6.10 Sunny"),
+        1.0 / 3.0
+    );
+    assert_eq!(
+        dialog_productivity_after_ok_shows("Hello from droid"),
+        1.0 / 3.0
+    );
+}
+
+#[test]
+fn a_one_shot_decide_learns_the_texts_fields_showed_from_the_recorded_run() {
+    let (written, dialog) = main_and_dialog("2023.6.10 Sunny");
+    let (typed, _) = main_and_dialog("Hello from droid");
+    let (empty, _) = main_and_dialog("Insert text here");
+    let (long_running, one_shot) = long_running_and_one_shot(&[written, typed, dialog, empty]);
+    // The empty note is the main page in a state not explored yet: its field is typed into.
+    let last = &long_running[3];
+    assert_eq!(last.actions[0].action, ActionType::Input, "{last:?}");
+    // A fresh process given the run so far knows the field showed a written note before.
+    assert_eq!(one_shot.actions, last.actions);
 }
 
 /// A settings page of rows, each a clickable layout holding a label and, for a row showing
@@ -805,10 +881,12 @@ fn stage_runs_in_process_over_a_reader_and_a_writer() {
 }
 
 /// The bar is every reachable screen of the bundled apps and 90% of the notes app within
-/// 3 × (reachable screens) steps. Measured with seed 1: shop 23/23, settings 45/45, tiny 9/9
-/// against random's 5, 18 and 5; the bundled apps are asserted whole. Notes depends more on the
-/// seed (32 to 39 over seeds 1–24, docs/decide.md): seeds 1–3 reach 38 each (97%; the bar is
-/// 36) against random's 12. Each is held to the bar, and their sum as a regression guard.
+/// 3 × (reachable screens) steps. Measured with the command line's default seed 0 and seed 1:
+/// shop 23/23, settings 45/45, tiny 9/9 against random's 5, 18 and 5; the bundled apps are
+/// asserted whole. Notes depends more on the
+/// seed (34 to 39 over seeds 1–24, docs/decide.md): the command line's default seed 0 and seeds
+/// 1–3 reach 38 each (97%; the bar is 36) against random's 12. Each is held to the bar, and
+/// their sum as a regression guard.
 #[test]
 fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
     let mut report = Vec::new();
@@ -823,20 +901,20 @@ fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
         (reached, reachable)
     };
     for name in droid::sim::model::builtin_names() {
-        let (reached, reachable) = measure(&format!("builtin:{name}"), &[1]);
-        assert_eq!(reached, [reachable], "builtin:{name}");
+        let (reached, reachable) = measure(&format!("builtin:{name}"), &[0, 1]);
+        assert_eq!(reached, [reachable, reachable], "builtin:{name}");
     }
     let notes = fixtures()
         .join("apps/notes/model.json")
         .display()
         .to_string();
-    let (reached, _) = measure(&notes, &[1, 2, 3]);
+    let (reached, _) = measure(&notes, &[0, 1, 2, 3]);
     let total: usize = reached.iter().sum();
     assert!(
         reached.iter().all(|&r| r >= 36),
-        "notes: {reached:?} over seeds 1-3"
+        "notes: {reached:?} over seeds 0-3"
     );
-    assert!(total >= 38 + 38 + 38, "notes: {reached:?} over seeds 1-3");
+    assert!(total >= 4 * 38, "notes: {reached:?} over seeds 0-3");
     eprintln!("coverage within 3 x reachable steps: {report:#?}");
 }
 
@@ -844,7 +922,7 @@ fn heuristic_covers_the_bundled_apps_and_notes_far_better_than_random() {
 /// 8 stalled at 31 of notes' 39 screens however long it ran: the settings page's links did
 /// nothing once a box was ticked (s038), which made them self-loops and cut the routes to the
 /// colour screens, the empty new note merged with a note typed into before, and radio dialogs
-/// were left as soon as they showed. With 6 × reachable steps it now reaches 39 (23 of seeds
+/// were left as soon as they showed. With 6 × reachable steps it now reaches 39 (22 of seeds
 /// 1–24 reach all 39, docs/decide.md).
 #[test]
 fn with_twice_the_budget_notes_is_explored_past_its_dead_ends() {
