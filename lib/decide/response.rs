@@ -137,27 +137,29 @@ fn lenient_json(text: &str) -> Option<Value> {
         .or_else(|| json5::from_str(text).ok())
 }
 
-/// Length of the balanced `{...}` / `[...]` at the start of `bytes`, strings respected; `None`
-/// when it does not close, closes with the wrong bracket, holds a line break inside a string
-/// (no JSON string does: a quote of the prose's started it), or the budget runs out.
+/// Length of the balanced `{...}` / `[...]` at the start of `bytes`, strings respected (in
+/// double quotes, or single quotes as JSON5 has them: outside a string no JSON holds one);
+/// `None` when it does not close, closes with the wrong bracket, holds a line break inside a
+/// string (no JSON string does: a quote or an apostrophe of the prose's started it), or the
+/// budget runs out.
 fn balanced_end(bytes: &[u8], budget: &mut usize) -> Option<usize> {
     let mut open = Vec::new();
-    let mut in_string = false;
+    let mut quote: Option<u8> = None;
     let mut escaped = false;
     for (i, &b) in bytes.iter().enumerate() {
         *budget = budget.checked_sub(1)?;
-        if in_string {
+        if let Some(closing) = quote {
             match (escaped, b) {
                 (_, b'\n') => return None,
                 (true, _) => escaped = false,
                 (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
+                (false, b) if b == closing => quote = None,
                 _ => {}
             }
             continue;
         }
         match b {
-            b'"' => in_string = true,
+            b'"' | b'\'' => quote = Some(b),
             b'{' => open.push(b'}'),
             b'[' => open.push(b']'),
             b'}' | b']' => {
@@ -569,11 +571,15 @@ mod tests {
             "```json\n{\"actions\": [{\"action\": \"back\",},],}\n```",
             // A comment, single quotes and unquoted keys.
             "Here: {actions: [{action: 'back', // the only way out\n reasoning: 'stuck'}]}",
+            // Brackets inside single-quoted strings, after prose braces with an apostrophe.
+            "Option {it's} loses. {'actions': [{'action': 'back', 'reasoning': 'a } and a ]'}]}",
         ];
         for answer in answers {
             let value = extract_json(answer).unwrap_or_else(|| panic!("{answer}"));
             assert_eq!(value["actions"][0]["action"], "back", "{answer}");
         }
+        let value = extract_json(answers[2]).unwrap();
+        assert_eq!(value["actions"][0]["reasoning"], "a } and a ]");
         // Prose in braces is still no JSON.
         assert_eq!(extract_json("Option {a} or {b, c} then [ref=5]"), None);
     }
