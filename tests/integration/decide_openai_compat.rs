@@ -37,14 +37,23 @@ fn models(base: &str, all: bool) -> Vec<String> {
     listed_models("openai", base, if all { &["--all"] } else { &[] })
 }
 
-/// LM Studio's OpenAI-compatible `/v1/models`: the models' names and nothing about what they
-/// take (the fixtures hold its native lists only, so this one is made from their names).
-fn lmstudio_v1_models(names: &[&str]) -> Value {
+/// An OpenAI-compatible `/v1/models` listing `names`, each owned by `owner` when there is one.
+fn models_owned_by(owner: Option<&str>, names: &[&str]) -> Value {
     let data: Vec<Value> = names
         .iter()
-        .map(|name| json!({"id": name, "object": "model"}))
+        .map(|name| match owner {
+            Some(owner) => json!({"id": name, "object": "model", "owned_by": owner}),
+            None => json!({"id": name, "object": "model"}),
+        })
         .collect();
     json!({"object": "list", "data": data})
+}
+
+/// LM Studio's OpenAI-compatible `/v1/models`: the models' names, every one "owned by"
+/// `organization_owner`, and nothing about what they take (the fixtures hold its native lists
+/// only, so this one is made from their names).
+fn lmstudio_v1_models(names: &[&str]) -> Value {
+    models_owned_by(Some("organization_owner"), names)
 }
 
 #[test]
@@ -74,15 +83,29 @@ fn lmstudio_vision_comes_from_its_api_v0_models() {
 fn lmstudio_vision_comes_from_its_api_v1_models() {
     // LM Studio 0.4: `type` is "llm" for this vision model; `capabilities.vision` says it.
     let native = fixture("openai_compat/lmstudio_api_v1_models_excerpt_doc.json");
+    // A server naming no owner is asked as LM Studio is.
+    let listed = models_owned_by(None, &["google/gemma-4-26b-a4b"]);
     let server = serving(vec![
-        (
-            "/v1/models",
-            reply(200, &lmstudio_v1_models(&["google/gemma-4-26b-a4b"])),
-        ),
+        ("/v1/models", reply(200, &listed)),
         ("/api/v1/models", reply(200, &native)),
     ]);
     assert_eq!(models(&server.base, false), ["google/gemma-4-26b-a4b"]);
     assert_eq!(asked(&server), ["/v1/models", "/api/v1/models"]);
+}
+
+#[test]
+fn a_hosted_api_naming_its_models_makers_is_not_asked_for_local_endpoints() {
+    // Groq and OpenAI name the models' makers as owners: LM Studio's and llama.cpp's own
+    // endpoints are not theirs, and asking would only earn two 404s per listing.
+    for owner in ["Meta", "openai", "system"] {
+        let listed = models_owned_by(Some(owner), &["llama-3.3-70b-versatile"]);
+        let server = serving(vec![("/v1/models", reply(200, &listed))]);
+        assert_eq!(
+            models(&server.base, true),
+            ["llama-3.3-70b-versatile\tunknown"]
+        );
+        assert_eq!(asked(&server), ["/v1/models"], "{owner}");
+    }
 }
 
 #[test]

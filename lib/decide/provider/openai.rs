@@ -221,10 +221,14 @@ enum Server {
     LlamaCpp,
     /// vLLM (`owned_by: "vllm"`): no endpoint says whether a model takes images.
     Vllm,
-    /// Anything else, LM Studio among them (its `/v1/models` names the models and nothing else):
-    /// LM Studio 0.4+ says it in `GET /api/v1/models` (`capabilities.vision`), 0.3.6+ in
-    /// `GET /api/v0/models` (`type: vlm`).
-    Other,
+    /// LM Studio (`owned_by: "organization_owner"`), or a server that names no owner: its
+    /// `/v1/models` names the models and nothing else. LM Studio 0.4+ says it in
+    /// `GET /api/v1/models` (`capabilities.vision`), 0.3.6+ in `GET /api/v0/models`
+    /// (`type: vlm`).
+    LmStudio,
+    /// A hosted API naming the models' makers as owners (OpenAI's "openai" or "system", Groq's
+    /// "Meta" or "Alibaba Cloud"): none of the local servers' endpoints, so none is asked.
+    Hosted,
 }
 
 impl Server {
@@ -235,7 +239,8 @@ impl Server {
         match owner {
             Some("llamacpp") => Server::LlamaCpp,
             Some("vllm") => Server::Vllm,
-            _ => Server::Other,
+            Some("organization_owner") | None => Server::LmStudio,
+            Some(_) => Server::Hosted,
         }
     }
 }
@@ -275,7 +280,7 @@ impl OpenAiChat {
     /// an endpoint the server does not have (404) or cannot answer leaves them unknown.
     fn ask_the_server(&self, server: Server, models: &mut [ModelInfo]) {
         match server {
-            Server::Vllm => {}
+            Server::Vllm | Server::Hosted => {}
             Server::LlamaCpp => {
                 let Ok(props) = self.get(self.root_url("props")) else {
                     return;
@@ -294,7 +299,7 @@ impl OpenAiChat {
                     }
                 }
             }
-            Server::Other => {
+            Server::LmStudio => {
                 let native = ["api/v1/models", "api/v0/models"]
                     .into_iter()
                     .filter_map(|path| self.get(self.root_url(path)).ok())
