@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::decide_providers::{
-    decide, decision_text, error_note, fallback_ai, fixture, listed_models, observation, of_type,
+    decide_steps, decision_text, error_note, fallback_ai, fixture, listed_models, of_type,
     read_events, reply, Reply, Seen, Server, KEY,
 };
 
@@ -170,9 +170,7 @@ fn vllm_says_nothing_about_vision_and_is_not_probed() {
 fn llamacpp_without_mmproj_stops_the_stage_at_once() {
     let body = fixture("openai_compat/llamacpp_error_image_without_mmproj_real.json");
     let server = serving(vec![("/v1/chat/completions", reply(500, &body))]);
-    let dir = tempfile::tempdir().unwrap();
-    let line = observation(dir.path());
-    let output = decide("openai", &server.base, &[line.clone(), line], &[]);
+    let output = decide_steps("openai", &server.base, 2, &[]);
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let events = read_events(&output, &server);
     assert_eq!(asked(&server), ["/v1/chat/completions"], "asked once");
@@ -208,9 +206,8 @@ fn decided(answer: &Value, base_path: &str, extra: &[&str]) -> (Value, Seen) {
     let root = base_path.strip_suffix("/v1").unwrap_or(base_path);
     let chat = format!("{root}/v1/chat/completions");
     let server = serving(vec![(&chat, reply(200, answer))]);
-    let dir = tempfile::tempdir().unwrap();
     let base = format!("{}{base_path}", server.base);
-    let output = decide("openai", &base, &[observation(dir.path())], extra);
+    let output = decide_steps("openai", &base, 1, extra);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     assert!(
@@ -316,8 +313,7 @@ fn llamacpp_decides_through_its_extra_fields_and_an_empty_choice_list_is_no_answ
 
     // The doc's answer as it is: no choice, so no answer; not retried, the heuristic decides.
     let server = serving(vec![("/v1/chat/completions", reply(200, &documented))]);
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide("openai", &server.base, &[observation(dir.path())], &[]);
+    let output = decide_steps("openai", &server.base, 1, &[]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let ai = fallback_ai(&events);

@@ -175,6 +175,12 @@ pub(crate) fn decide(decider: &str, base: &str, lines: &[String], extra: &[&str]
     child.wait_with_output().unwrap()
 }
 
+/// `droid-decide` on `steps` copies of [`observation`], its screenshot in a directory of its own.
+pub(crate) fn decide_steps(decider: &str, base: &str, steps: usize, extra: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    decide(decider, base, &vec![observation(dir.path()); steps], extra)
+}
+
 /// The lines of stdout, parsed, after checking the key leaked nowhere.
 pub(crate) fn read_events(output: &Output, server: &Server) -> Vec<Value> {
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -200,8 +206,7 @@ fn gemini_success_with_fenced_json() {
     body["candidates"][0]["content"]["parts"][0]["text"] =
         Value::from(format!("```json\n{}\n```", decision_text()));
     let server = Server::start(move |_, _| reply(200, &body));
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide("gemini", &server.base, &[observation(dir.path())], &[]);
+    let output = decide_steps("gemini", &server.base, 1, &[]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let decision = of_type(&events, "decision")[0];
@@ -237,7 +242,7 @@ fn a_system_prompt_file_replaces_the_default_entirely() {
     let server = Server::start(move |_, _| reply(200, &body));
     let dir = tempfile::tempdir().unwrap();
     let system_of = |extra: &[&str]| {
-        let output = decide("gemini", &server.base, &[observation(dir.path())], extra);
+        let output = decide_steps("gemini", &server.base, 1, extra);
         assert!(output.status.success(), "{output:?}");
         let events = read_events(&output, &server);
         let kept = &of_type(&events, "decision")[0]["ai"]["request"];
@@ -290,9 +295,7 @@ fn a_thinking_model_answer_counts_its_thoughts_and_reads_only_the_answer() {
         0 => reply(200, &thinking),
         _ => reply(200, &with_thought),
     });
-    let dir = tempfile::tempdir().unwrap();
-    let line = observation(dir.path());
-    let output = decide("gemini", &server.base, &[line.clone(), line], &[]);
+    let output = decide_steps("gemini", &server.base, 2, &[]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let decisions = of_type(&events, "decision");
@@ -321,14 +324,7 @@ fn a_reasoning_model_on_openrouter_is_read_from_its_content_not_its_reasoning() 
         0 => reply(200, &greeting),
         _ => reply(200, &answer),
     });
-    let dir = tempfile::tempdir().unwrap();
-    let line = observation(dir.path());
-    let output = decide(
-        "openrouter",
-        &api_base(&server, "openrouter"),
-        &[line.clone(), line],
-        &[],
-    );
+    let output = decide_steps("openrouter", &api_base(&server, "openrouter"), 2, &[]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let invalid: Vec<&Value> = of_type(&events, "note")
@@ -346,9 +342,7 @@ fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_on
     // The cookbook answer as it is: fenced JSON, but a product description, not actions.
     let body = fixture("gemini/generateContent_response_image_cookbook.json");
     let server = Server::start(move |_, _| reply(200, &body));
-    let dir = tempfile::tempdir().unwrap();
-    let line = observation(dir.path());
-    let output = decide("gemini", &server.base, &[line.clone(), line], &[]);
+    let output = decide_steps("gemini", &server.base, 2, &[]);
     assert!(output.status.success());
     let events = read_events(&output, &server);
     let notes = of_type(&events, "note");
@@ -379,14 +373,7 @@ fn an_answer_with_several_actions_where_one_was_asked_for_keeps_the_first() {
         json!({"actions": [action("back"), action("scroll_down"), action("home")]}).to_string(),
     );
     let server = Server::start(move |_, index| reply(200, if index == 0 { &bad } else { &three }));
-    let dir = tempfile::tempdir().unwrap();
-    let line = observation(dir.path());
-    let output = decide(
-        "gemini",
-        &server.base,
-        &[line.clone(), line.clone(), line],
-        &[],
-    );
+    let output = decide_steps("gemini", &server.base, 3, &[]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let decisions = of_type(&events, "decision");
@@ -417,13 +404,7 @@ fn openrouter_success_with_prose_wrapped_json() {
     body["choices"][0]["message"]["content"] =
         Value::from(format!("Here is my plan: {} Good luck!", decision_text()));
     let server = Server::start(move |_, _| reply(200, &body));
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
-        "openrouter",
-        &api_base(&server, "openrouter"),
-        &[observation(dir.path())],
-        &[],
-    );
+    let output = decide_steps("openrouter", &api_base(&server, "openrouter"), 1, &[]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let decision = of_type(&events, "decision")[0];
@@ -452,13 +433,7 @@ fn ollama_success_checks_vision_first() {
         "/api/show" => reply(200, &show),
         _ => reply(200, &chat),
     });
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
-        "ollama",
-        &server.base,
-        &[observation(dir.path())],
-        &["--model", "gemma4"],
-    );
+    let output = decide_steps("ollama", &server.base, 1, &["--model", "gemma4"]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let decision = of_type(&events, "decision")[0];
@@ -497,13 +472,7 @@ fn ollama_showing(status: u16, show: Value, model: &str) -> (Output, Server) {
         "/api/show" => reply(status, &show),
         _ => reply(500, &json!({"error": "not reached"})),
     });
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
-        "ollama",
-        &server.base,
-        &[observation(dir.path())],
-        &["--model", model],
-    );
+    let output = decide_steps("ollama", &server.base, 1, &["--model", model]);
     (output, server)
 }
 
@@ -552,11 +521,10 @@ fn openai_compatible_text_mode_sends_the_tree() {
     body["choices"][0]["message"]["content"] =
         Value::from(json!({"actions": [{"action": "click", "ref": 1, "action_desc": "Login", "reasoning": "r"}]}).to_string());
     let server = Server::start(move |_, _| reply(200, &body));
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
+    let output = decide_steps(
         "openai",
         &server.base,
-        &[observation(dir.path())],
+        1,
         &["--text-only", "--model", "qwen3-vl:8b"],
     );
     assert!(output.status.success(), "{output:?}");
@@ -594,13 +562,7 @@ pub(crate) fn failing(
         headers: headers.clone(),
         ..reply(status, &body)
     });
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
-        decider,
-        &api_base(&server, decider),
-        &[observation(dir.path())],
-        &[],
-    );
+    let output = decide_steps(decider, &api_base(&server, decider), 1, &[]);
     let events = read_events(&output, &server);
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
     (
@@ -781,11 +743,10 @@ fn wait_after_429(headers: Vec<(String, String)>) -> u64 {
         },
         _ => reply(200, &ok),
     });
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
+    let output = decide_steps(
         "openrouter",
         &api_base(&server, "openrouter"),
-        &[observation(dir.path())],
+        1,
         &["--retry-max-ms", "5000"],
     );
     let events = read_events(&output, &server);
@@ -926,8 +887,7 @@ fn server_errors_and_timeouts_are_retried_twice() {
         "/api/show" => reply(200, &show),
         _ => reply(503, &busy),
     });
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide("ollama", &server.base, &[observation(dir.path())], &[]);
+    let output = decide_steps("ollama", &server.base, 1, &[]);
     let events = read_events(&output, &server);
     let ai = fallback_ai(&events);
     // The vision check, then the chat and its 2 retries.
@@ -944,12 +904,7 @@ fn server_errors_and_timeouts_are_retried_twice() {
     });
     let mut child_args = vec!["--timeout", "0.2"];
     child_args.push("--text-only");
-    let output = decide(
-        "openai",
-        &slow.base,
-        &[observation(dir.path())],
-        &child_args,
-    );
+    let output = decide_steps("openai", &slow.base, 1, &child_args);
     assert!(output.status.success());
     let events = read_events(&output, &slow);
     let ai = fallback_ai(&events);
@@ -1327,7 +1282,7 @@ fn a_key_the_server_echoes_is_scrubbed_before_it_reaches_a_note_or_crawler_db() 
     let echo = json!({"error": {"code": 400, "message": format!("Invalid request for key {KEY}")}});
     let server = Server::start(move |_, _| reply(400, &echo));
     let dir = tempfile::tempdir().unwrap();
-    let output = decide("openrouter", &server.base, &[observation(dir.path())], &[]);
+    let output = decide_steps("openrouter", &server.base, 1, &[]);
     assert_eq!(output.status.code(), Some(0));
     let events = read_events(&output, &server);
     let ai = fallback_ai(&events);
@@ -1600,9 +1555,8 @@ fn requests_have_the_shape_of_each_providers_documented_request() {
             "/api/show" => reply(200, &show),
             _ => reply(200, &answer),
         });
-        let dir = tempfile::tempdir().unwrap();
         let base = api_base(&server, decider);
-        let output = decide(decider, &base, &[observation(dir.path())], &[]);
+        let output = decide_steps(decider, &base, 1, &[]);
         assert!(output.status.success(), "{output:?}");
         let sent = server
             .requests()
@@ -1632,13 +1586,7 @@ fn text_a_model_asks_to_type_reaches_the_decision_as_it_was_written() {
     let mut chat = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
     chat["choices"][0]["message"]["content"] = Value::from(answer.to_string());
     let server = Server::start(move |_, _| reply(200, &chat));
-    let dir = tempfile::tempdir().unwrap();
-    let output = decide(
-        "openai",
-        &server.base,
-        &[observation(dir.path())],
-        &["--text-only"],
-    );
+    let output = decide_steps("openai", &server.base, 1, &["--text-only"]);
     assert!(output.status.success(), "{output:?}");
     let events = read_events(&output, &server);
     let action = &of_type(&events, "decision")[0]["actions"][0];
