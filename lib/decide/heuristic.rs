@@ -490,8 +490,6 @@ impl Heuristic {
         let form = Form::of(elements);
         let actionable = &form.actionable;
         let has_form = form.first_field.is_some();
-        let control = |e: &UiElement| form.is_control(e);
-        let submits = || form.submits();
         let renewed = self.renewed.clone();
         // An option owed a try as found and already chosen on this form does nothing when
         // clicked: it waits for the form as found.
@@ -505,9 +503,9 @@ impl Heuristic {
             })
             .copied()
             .collect();
-        let untried_control = widgets.iter().any(|e| control(e));
+        let untried_control = widgets.iter().any(|e| form.is_control(e));
         let (fields, refills) = self.fields_to_fill(screen, actionable, untried_control, &renewed);
-        if let Some(option) = self.option_as_found(screen, actionable, &fields, &renewed, control) {
+        if let Some(option) = self.option_as_found(screen, &form, &fields, &renewed) {
             let kind = primary_action(option);
             let why = "tried on the form filled, now on the form as found";
             return Some(Local {
@@ -521,7 +519,7 @@ impl Heuristic {
         }
         let candidates = match fields.is_empty() || !untried_control {
             true => widgets,
-            false => widgets.into_iter().filter(|e| control(e)).collect(),
+            false => widgets.into_iter().filter(|e| form.is_control(e)).collect(),
         };
         let next = self.best(screen, elements, candidates, has_form);
         // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
@@ -555,12 +553,12 @@ impl Heuristic {
         let mut resubmit = Vec::new();
         let mut option = None;
         match next {
-            Some((widget, _)) if actions.is_empty() || control(widget) => {
+            Some((widget, _)) if actions.is_empty() || form.is_control(widget) => {
                 let why = "untried on this screen";
                 actions.push(act_on(elements, widget, primary_action(widget), why));
                 // A changed option makes the form's submit worth trying again.
-                if widget.checkable && control(widget) {
-                    resubmit = submits();
+                if widget.checkable && form.is_control(widget) {
+                    resubmit = form.submits();
                     if !fields.is_empty() {
                         let key = action_key(primary_action(widget), &signature(widget));
                         option = Some(OptionTry::Filled(key));
@@ -586,10 +584,9 @@ impl Heuristic {
     fn option_as_found<'a>(
         &self,
         screen: ScreenId,
-        actionable: &[&'a UiElement],
+        form: &Form<'a>,
         fields: &Fields,
         renewed: &HashSet<u32>,
-        control: impl Fn(&UiElement) -> bool,
     ) -> Option<&'a UiElement> {
         let filled_before = |(field, key): &(&UiElement, ActionKey)| {
             !renewed.contains(&field.element_id)
@@ -601,9 +598,9 @@ impl Heuristic {
         if fields.is_empty() || !fields.iter().all(filled_before) {
             return None;
         }
-        actionable.iter().copied().find(|e| {
+        form.actionable.iter().copied().find(|e| {
             let key = action_key(primary_action(e), &signature(e));
-            e.checkable && !e.checked && control(e) && self.owes_as_found(screen, &key)
+            e.checkable && !e.checked && form.is_control(e) && self.owes_as_found(screen, &key)
         })
     }
 
