@@ -17,6 +17,10 @@ use image::{DynamicImage, Rgb, RgbImage};
 #[path = "../tests/support/explore.rs"]
 mod explore;
 
+// The binaries' allocator (bins/common), so the figures are those the binaries give.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
     ("ui", ui),

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use droid::config::{self, Secret, UserConfig, ValueType};
+use droid::config::{self, UserConfig, ValueType};
+use droid::secret::Secret;
 use droid::store::{RunSummary, Store};
 
 #[derive(Parser)]

@@ -10,12 +10,12 @@
 use std::io::{self, BufRead, Write};
 use std::time::{Duration, Instant};
 
-use crate::config::{Secret, TEST_PASSWORD_PLACEHOLDER};
 use crate::device::{Device, DeviceError, Direction};
 use crate::events::{
     now_ts, Action, ActionResult, ActionType, Decision, Event, EventReader, EventWriter,
     Observation, Origin, ReadError,
 };
+use crate::secret::{Secret, TEST_PASSWORD_PLACEHOLDER};
 use crate::ui::{element_by_ref, is_actionable, Bounds, UiElement};
 
 /// How actions are executed.

@@ -20,39 +20,14 @@ use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::secret::Secret;
+
 /// PBKDF2 rounds for new databases (existing ones keep the count they were created with).
 pub const KDF_ITERATIONS: u32 = 210_000;
 const SALT_BYTES: usize = 16;
 const NONCE_BYTES: usize = 12;
 /// Format tag in front of every stored ciphertext.
 const CIPHER_TAG: &[u8] = b"droid-aes256gcm-v1:";
-
-/// A value that must never reach a log in clear.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The value in clear, for the one place that needs it (an HTTP header, a typed field).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
 
 /// How a setting's text is to be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -356,7 +331,7 @@ impl UserConfig {
             )
             .map_err(|_| decrypt_err())?;
         let text = String::from_utf8(clear).map_err(|_| decrypt_err())?;
-        Ok(Some(Secret(text)))
+        Ok(Some(Secret::new(text)))
     }
 
     /// A key's value for people: a setting's value, a secret as `<redacted>` unless `reveal`.
@@ -491,10 +466,6 @@ const ENV_ALIASES: &[(&str, &str)] = &[
     ("DROID_TEST_PASSWORD", "TEST_PASSWORD"),
 ];
 
-/// What an input action types for the test password. Decisions carry this placeholder, never the
-/// password; droid-act puts the password in at typing time.
-pub const TEST_PASSWORD_PLACEHOLDER: &str = "{{test_password}}";
-
 fn with_env_aliases(env: impl IntoIterator<Item = (String, String)>) -> HashMap<String, String> {
     let mut env: HashMap<String, String> = env.into_iter().collect();
     for (alias, canonical) in ENV_ALIASES {
@@ -582,7 +553,7 @@ impl Settings {
     pub fn secret(&mut self, key: &str, flag: Option<&str>) -> Result<Option<Secret>, Error> {
         Ok(self.resolve(key, flag)?.map(|r| match r.value {
             Value::Secret(secret) => secret,
-            Value::Plain(value) => Secret(value),
+            Value::Plain(value) => Secret::new(value),
         }))
     }
 
@@ -601,7 +572,7 @@ impl Settings {
         let secret_key = known.is_some_and(|(_, secret, _)| *secret);
         let wrap = |value: String, secret: bool| {
             if secret {
-                Value::Secret(Secret(value))
+                Value::Secret(Secret::new(value))
             } else {
                 Value::Plain(value)
             }

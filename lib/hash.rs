@@ -71,7 +71,7 @@ pub fn layout_hash(xml: &str) -> Result<String, HashError> {
     for window in doc.root_element().children().filter(is_node) {
         hash_layout(window, 0, false, &mut hasher);
     }
-    Ok(hex(&hasher.finalize()))
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 fn hash_layout(node: roxmltree::Node, depth: u32, in_scroller: bool, hasher: &mut Sha256) {
@@ -114,22 +114,11 @@ pub fn structure_hash(xml: &str) -> Result<String, HashError> {
             hasher.update(part.as_bytes());
         }
     }
-    Ok(hex(&hasher.finalize()))
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 fn is_node(n: &roxmltree::Node) -> bool {
     n.is_element() && n.tag_name().name() == "node"
-}
-
-/// Lowercase hex digits of `bytes` (one allocation; signatures are computed per element).
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    out
 }
 
 /// 64-bit perceptual hash (dHash) of pixels in memory.
@@ -399,11 +388,6 @@ mod tests {
         assert!(same_screen(".Main", ha, ".Main", ha ^ 0b11111));
         assert!(!same_screen(".Main", ha, ".Main", ha ^ 0b111111));
         assert!(!same_screen(".Main", ha, ".Other", ha));
-    }
-
-    #[test]
-    fn hex_digits() {
-        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
     }
 
     #[test]

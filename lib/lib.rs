@@ -12,11 +12,7 @@ pub mod device;
 pub mod events;
 pub mod hash;
 pub mod record;
+pub mod secret;
 pub mod sim;
 pub mod store;
 pub mod ui;
-
-// glibc's allocator spent about a quarter of droid-record's ingest in malloc and free (events are
-// decoded on one thread and dropped on another); mimalloc is built for that pattern.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -21,12 +21,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-pub use crate::config::TEST_PASSWORD_PLACEHOLDER;
 use crate::config::{self, Settings};
 use crate::events::{
     now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
     ReadError,
 };
+pub use crate::secret::TEST_PASSWORD_PLACEHOLDER;
 use heuristic::{Heuristic, Walk, WALK_FIELD};
 use prompt::{Context, JournalEntry, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};

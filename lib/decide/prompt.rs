@@ -20,7 +20,7 @@ pub const JOURNAL_STEPS: usize = 15;
 
 /// What the model types into a password field; droid-act swaps in the real password at typing
 /// time, so the password never travels to the provider, into a decision or into the database.
-pub use crate::config::TEST_PASSWORD_PLACEHOLDER as PASSWORD_PLACEHOLDER;
+pub use crate::secret::TEST_PASSWORD_PLACEHOLDER as PASSWORD_PLACEHOLDER;
 
 /// One past step, as the model reads it.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,8 @@
 
 mod checkpoint;
 mod held;
-mod project;
+mod ingest;
+mod projection;
 mod query;
 mod schema;
 mod stats;
@@ -20,7 +21,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OptionalExtension};
 use sha2::{Digest, Sha256};
 
-pub use project::{Ingest, IngestStats, Pushed};
+pub use ingest::{Ingest, IngestStats, Pushed};
 pub use query::{ActionRow, JournalEntry, PathHop, RunSummary, ScreenVisits, JOURNAL_STEPS};
 pub use schema::LATEST as SCHEMA_VERSION;
 
@@ -286,7 +287,7 @@ impl Store {
             clear_projection(conn)?;
             conn.execute("DELETE FROM runs WHERE id = ?1", [run_id])
                 .ctx("deleting the run")?;
-            project::replay_all(conn)
+            projection::replay_all(conn)
         })?;
         let Some(session) = session.filter(|s| !s.is_empty()) else {
             return Ok(None);
@@ -304,7 +305,7 @@ impl Store {
     pub fn rebuild(&self) -> Result<u64> {
         self.write(|conn| {
             clear_projection(conn)?;
-            project::replay_all(conn)
+            projection::replay_all(conn)
         })
     }
 }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 
-use super::project::ScreenIdentity;
+use super::projection::ScreenIdentity;
 use super::{Context, Result, Store};
 use crate::events::Observation;
 

@@ -84,7 +84,9 @@ fn combine<'a>(element: &UiElement, children: impl Iterator<Item = &'a str>) -> 
         hasher.update(child.as_bytes());
     }
     let digest = hasher.finalize();
-    crate::hash::hex(&digest[..8])
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    format!("{:016x}", u64::from_be_bytes(first))
 }
 
 /// What can be done to a widget (DroidBot's possible events).

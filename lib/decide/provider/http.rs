@@ -5,8 +5,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::{error_message, ProviderConfig, ProviderError, ProviderKind};
-use crate::config::Secret;
 use crate::events::{AiAttempt, AiMeta};
+use crate::secret::Secret;
 
 /// Shorter keys are not scrubbed from answers: every "a" in a message is not a secret.
 const MIN_SCRUBBED_KEY: usize = 6;

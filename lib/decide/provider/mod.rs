@@ -95,7 +95,7 @@ impl fmt::Display for ProviderKind {
     }
 }
 
-pub use crate::config::Secret;
+pub use crate::secret::Secret;
 
 /// Everything an adapter needs to start.
 #[derive(Debug, Clone)]
