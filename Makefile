@@ -3,7 +3,7 @@
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 
-.PHONY: help build test fmt fmt-check lint schema bench demo clean
+.PHONY: help build test fmt fmt-check lint schema bench coverage demo clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ schema: ## Regenerate docs/events.schema.json from the event types
 
 bench: ## Performance numbers (medians), see docs/benchmarks.md
 	$(CARGO) bench $(CARGO_FLAGS) --bench bench
+
+coverage: ## Screens each decider reaches on every app model, and identity rules against the truth (tables on stdout; minutes)
+	$(CARGO) bench $(CARGO_FLAGS) --bench bench -- coverage identity
 
 demo: build ## Explore the bundled shop app on droid-sim, stage by stage (scripts/demo.sh)
 	scripts/demo.sh $(STEPS)

@@ -1,5 +1,6 @@
-//! `make bench`: performance numbers as medians. A plain harness: each section is a function;
-//! `cargo bench --bench bench -- SECTION...` runs only the named sections.
+//! `make bench`: performance numbers as medians; `make coverage`: how much of every app model
+//! the deciders explore. A plain harness: each section is a function; `cargo bench --bench bench
+//! -- SECTION...` runs only the named sections.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,10 @@ mod explore;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Sections that explore every app model for minutes: `make coverage` runs them, `make bench`
+/// does not.
+const SLOW: &[&str] = &["coverage", "identity"];
+
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
     ("ui", ui),
@@ -32,6 +37,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("decide", decide),
     ("decide_db", decide_db),
     ("coverage", coverage),
+    ("identity", identity),
 ];
 
 fn main() {
@@ -45,7 +51,8 @@ fn main() {
     // Anything else not starting with `-` names a section.
     let wanted: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     for (name, section) in SECTIONS {
-        if wanted.is_empty() || wanted.iter().any(|w| w == name) {
+        let by_default = !SLOW.contains(name);
+        if (wanted.is_empty() && by_default) || wanted.iter().any(|w| w == name) {
             println!("## {name}\n");
             section();
             println!();
@@ -408,12 +415,13 @@ fn synthetic_run(steps: u64) -> Vec<String> {
 /// droid-record's stage: `input` recorded into a new crawler.db at `path`, then closed.
 fn ingest(path: &Path, input: &str) {
     let store = Store::open(path).expect("open store");
-    record::run(
-        &record::Config::default(),
-        &store,
+    let mut stage = record::Stage::new(&store);
+    droid::filter::run(
+        &mut stage,
         input.as_bytes(),
         std::io::sink(),
-        |_| {},
+        false,
+        &mut |_| {},
     )
     .expect("ingest");
 }
@@ -545,7 +553,9 @@ fn walk_synthetic_app(
     for _ in 0..steps {
         let at = *stack.last().unwrap_or(&0);
         let start = Instant::now();
-        let choice = heuristic.decide(black_box(&screens[at]));
+        // The screen model is built once per observation, as the decide stage builds it.
+        let shown = droid::screen::Screen::of(black_box(&screens[at]));
+        let choice = heuristic.decide(&shown);
         on_step(&screens[at], &choice, start.elapsed());
         match choice.actions[0].ref_id {
             Some(k) if k > own => stack.push((k - own - 1) as usize),
@@ -664,8 +674,15 @@ fn decide_db() {
                 prompt: PromptSettings::default(),
                 history: from_store::history(&db, "bench").expect("history"),
             };
-            let outcome = decide::run(config, next.as_bytes(), std::io::sink(), std::io::sink());
-            assert_eq!(outcome.expect("decide").decisions, 1);
+            let mut stage = decide::Stage::new(config).expect("stage");
+            let outcome = droid::filter::run(
+                &mut stage,
+                next.as_bytes(),
+                std::io::sink(),
+                false,
+                &mut |_| {},
+            );
+            assert_eq!(outcome.expect("decide").lines, 1);
         });
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!(
@@ -677,41 +694,200 @@ fn decide_db() {
     }
 }
 
-/// Screens the heuristic reaches in 3 × (reachable screens) steps against droid-sim, seeds 1 to
-/// 24 and the command line's default seed 0, on each bundled app and the fixture notes app
-/// (notes also at 4 ×), beside random's figure (seed 1): the quality bar (every screen
-/// of a bundled app, 90% of notes'), as docs/decide.md reports it.
+/// `make coverage`: per app model, the screens the device showed within 3 × (reachable
+/// screens) steps, for each decider over seeds 0-4, and the steps it took to show half and
+/// nine tenths of them (the mean over the seeds that got there).
 fn coverage() {
-    let notes = fixtures()
-        .join("apps/notes/model.json")
-        .display()
-        .to_string();
-    // (app, steps per reachable screen, share of the reachable screens the bar asks for)
-    let apps = [
-        ("builtin:shop", 3, 1.0),
-        ("builtin:settings", 3, 1.0),
-        ("builtin:tiny", 3, 1.0),
-        (notes.as_str(), 3, 0.9),
-        (notes.as_str(), 4, 0.9),
+    const SEEDS: u64 = 5;
+    const PER_SCREEN: u64 = 3;
+    println!("| app | reachable | decider | screens reached, seeds 0-4 | mean | steps to 50% | steps to 90% |");
+    println!("|---|---:|---|---|---:|---:|---:|");
+    for app in explore::app_models() {
+        let name = app.rsplit('/').nth(1).unwrap_or(&app).to_string();
+        for (label, decider) in [
+            ("heuristic", droid::decide::Decider::Heuristic),
+            ("random", droid::decide::Decider::Random),
+        ] {
+            let runs: Vec<explore::Run> = (0..SEEDS)
+                .map(|seed| explore::run_app(&app, decider.clone(), seed, PER_SCREEN))
+                .collect();
+            let reachable = runs[0].reachable.len();
+            let reached: Vec<usize> = runs.iter().map(|r| r.reached.len()).collect();
+            let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
+            let steps_to = |share: f64| {
+                let goal = (share * reachable as f64).ceil() as usize;
+                let steps: Vec<usize> = runs
+                    .iter()
+                    .filter_map(|run| first_step_with(run, goal))
+                    .collect();
+                match steps.is_empty() {
+                    true => "–".to_string(),
+                    false => format!(
+                        "{:.0} ({} of {SEEDS})",
+                        steps.iter().sum::<usize>() as f64 / steps.len() as f64,
+                        steps.len()
+                    ),
+                }
+            };
+            let list: Vec<String> = reached.iter().map(usize::to_string).collect();
+            println!(
+                "| {name} | {reachable} | {label} | {} | {mean:.1} | {} | {} |",
+                list.join(" "),
+                steps_to(0.5),
+                steps_to(0.9)
+            );
+        }
+    }
+}
+
+/// The first step after which the device had shown `goal` reachable screens.
+fn first_step_with(run: &explore::Run, goal: usize) -> Option<usize> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (step, (_, screen)) in run.observed.iter().enumerate() {
+        if run.reachable.contains(screen) {
+            seen.insert(screen);
+        }
+        if seen.len() >= goal {
+            return Some(step + 1);
+        }
+    }
+    (run.reached.len() >= goal).then_some(run.observed.len() + 1)
+}
+
+/// Screen identity rules against the simulator's truth: pairs of observations of one model
+/// screen a rule splits, pairs of different screens it merges.
+fn identity() {
+    use droid::screen::{controls, primary_action, signature};
+    use std::collections::BTreeSet;
+    struct Obs {
+        truth: String,
+        activity: String,
+        phash: u64,
+        layout: String,
+        structure: String,
+        widgets: String,
+        texts: String,
+    }
+    let apps = explore::app_models();
+    type Rule = (&'static str, fn(&Obs, &Obs) -> bool);
+    let rules: Vec<Rule> = vec![
+        ("activity + phash ≤ 5", |a, b| {
+            a.activity == b.activity && (a.phash ^ b.phash).count_ones() <= 5
+        }),
+        ("activity + phash ≤ 10", |a, b| {
+            a.activity == b.activity && (a.phash ^ b.phash).count_ones() <= 10
+        }),
+        ("layout hash", |a, b| a.layout == b.layout),
+        ("structure hash", |a, b| a.structure == b.structure),
+        ("activity + structure", |a, b| {
+            a.activity == b.activity && a.structure == b.structure
+        }),
+        ("activity + widgets", |a, b| {
+            a.activity == b.activity && a.widgets == b.widgets
+        }),
+        ("activity + widgets, else phash ≤ 5", |a, b| {
+            a.activity == b.activity
+                && match a.widgets.is_empty() && b.widgets.is_empty() {
+                    true => (a.phash ^ b.phash).count_ones() <= 5,
+                    false => a.widgets == b.widgets,
+                }
+        }),
+        ("activity + layout", |a, b| {
+            a.activity == b.activity && a.layout == b.layout
+        }),
+        ("activity + widgets, else layout", |a, b| {
+            a.activity == b.activity
+                && match a.widgets.is_empty() && b.widgets.is_empty() {
+                    true => a.layout == b.layout,
+                    false => a.widgets == b.widgets,
+                }
+        }),
+        (
+            "indistinguishable (activity, layout and phash all equal)",
+            |a, b| a.activity == b.activity && a.layout == b.layout && a.phash == b.phash,
+        ),
+        ("activity + widgets + texts", |a, b| {
+            a.activity == b.activity && a.widgets == b.widgets && a.texts == b.texts
+        }),
+        ("activity + widgets + phash ≤ 10", |a, b| {
+            a.activity == b.activity
+                && a.widgets == b.widgets
+                && (a.phash ^ b.phash).count_ones() <= 10
+        }),
     ];
-    println!(
-        "| app | steps | heuristic, seeds 1–24 | mean | seeds at the bar | seed 0 | random (seed 1) |"
-    );
-    println!("|---|---:|---|---:|---:|---:|---:|");
-    for (app, per_screen, share) in apps {
-        let (random, reachable) = explore::explore(app, true, 1, per_screen);
-        let (default_seed, _) = explore::explore(app, false, 0, per_screen);
-        let reached: Vec<usize> = (1..=24)
-            .map(|seed| explore::explore(app, false, seed, per_screen).0)
+    let mut totals = vec![(0u64, 0u64, 0u64, 0u64); rules.len()];
+    for app in &apps {
+        let run = explore::run_app(app, droid::decide::Decider::Heuristic, 0, 3);
+        let (reachable, observed) = (run.reachable.len(), run.observed);
+        let obs: Vec<Obs> = observed
+            .into_iter()
+            .map(|(o, truth)| {
+                let hash = o.hash.clone().unwrap_or_default();
+                let mut keys: Vec<String> = controls(&o.elements)
+                    .map(|e| format!("{}:{}", primary_action(e), signature(e)))
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                let texts: BTreeSet<String> = o.elements.iter().map(|e| e.text.clone()).collect();
+                Obs {
+                    truth,
+                    activity: o.activity.clone().or(o.package.clone()).unwrap_or_default(),
+                    phash: droid::hash::parse_phash(
+                        hash.phash.as_deref().unwrap_or("0000000000000000"),
+                    )
+                    .unwrap_or(0),
+                    layout: hash.layout_hash.unwrap_or_default(),
+                    structure: hash.structure_hash.unwrap_or_default(),
+                    widgets: if keys.is_empty() {
+                        String::new()
+                    } else {
+                        keys.join(",")
+                    },
+                    texts: texts.into_iter().collect::<Vec<_>>().join("\u{1f}"),
+                }
+            })
             .collect();
-        let bar = (share * reachable as f64).ceil() as usize;
-        let at_bar = reached.iter().filter(|&&n| n >= bar).count();
-        let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
         let name = app.rsplit('/').nth(1).unwrap_or(app);
-        let list: Vec<String> = reached.iter().map(usize::to_string).collect();
+        let truths: BTreeSet<&str> = obs.iter().map(|o| o.truth.as_str()).collect();
         println!(
-            "| {name} | {per_screen} × {reachable} | {} | {mean:.2} / {reachable} | {at_bar} (≥ {bar}) | {default_seed} | {random} |",
-            list.join(" ")
+            "### {name}: {} observations, {} model screens shown, {reachable} reachable\n",
+            obs.len(),
+            truths.len()
+        );
+        println!("| rule | same-screen pairs kept | split | different pairs merged | merged |");
+        println!("|---|---:|---:|---:|---:|");
+        for (i, (rule_name, rule)) in rules.iter().enumerate() {
+            let (mut same, mut split, mut diff, mut merged) = (0u64, 0u64, 0u64, 0u64);
+            for a in 0..obs.len() {
+                for b in a + 1..obs.len() {
+                    let says = rule(&obs[a], &obs[b]);
+                    if obs[a].truth == obs[b].truth {
+                        same += 1;
+                        split += u64::from(!says);
+                    } else {
+                        diff += 1;
+                        merged += u64::from(says);
+                    }
+                }
+            }
+            let t = &mut totals[i];
+            *t = (t.0 + same, t.1 + split, t.2 + diff, t.3 + merged);
+            println!(
+                "| {rule_name} | {:.1}% | {split} / {same} | {:.2}% | {merged} / {diff} |",
+                100.0 * (same - split) as f64 / same.max(1) as f64,
+                100.0 * merged as f64 / diff.max(1) as f64
+            );
+        }
+        println!();
+    }
+    println!("### all apps\n");
+    println!("| rule | same-screen pairs kept | different pairs merged |");
+    println!("|---|---:|---:|");
+    for ((rule_name, _), (same, split, diff, merged)) in rules.iter().zip(totals) {
+        println!(
+            "| {rule_name} | {:.2}% ({split} split of {same}) | {:.2}% ({merged} of {diff}) |",
+            100.0 * (same - split) as f64 / same.max(1) as f64,
+            100.0 * merged as f64 / diff.max(1) as f64
         );
     }
 }

@@ -2,14 +2,14 @@
 
 mod common;
 
-use std::io::{self, BufReader, ErrorKind};
+use std::io::{self, ErrorKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use droid::act::{self, ActError, Verb};
+use droid::act::{self, Verb};
 use droid::config::Settings;
 use droid::device::cli::DeviceArgs;
 use droid::device::{AdbDevice, Device, ScreenshotMode};
@@ -116,24 +116,5 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
     }
     let open = || AdbDevice::connect(device_config.clone()).map(|d| Box::new(d) as Box<dyn Device>);
-    let input = BufReader::new(io::stdin().lock());
-    let outcome = match act::run(&config, open, input, stdout) {
-        Err(ActError::Write(e)) if e.kind() == ErrorKind::BrokenPipe => {
-            return Ok(ExitCode::SUCCESS)
-        }
-        other => other?,
-    };
-    for err in &outcome.device_errors {
-        eprintln!("droid-act: error: {err}");
-    }
-    for bad in &outcome.bad_lines {
-        eprintln!("droid-act: {bad}");
-    }
-    Ok(
-        if outcome.bad_lines.is_empty() && outcome.device_errors.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    common::filter("droid-act", &mut act::Stage::new(config, open), false)
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -252,13 +252,8 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             )?,
         },
     };
-    let input = BufReader::new(io::stdin().lock());
-    let outcome = decide::run(config, input, io::stdout().lock(), io::stderr())?;
-    Ok(if outcome.bad_lines > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let mut stage = decide::Stage::new(config)?;
+    common::filter("droid-decide", &mut stage, false)
 }
 
 fn main() -> ExitCode {

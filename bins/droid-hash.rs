@@ -2,14 +2,14 @@
 
 mod common;
 
-use std::io::{self, ErrorKind};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use droid::events::EventWriter;
-use droid::hash::{self, HashError};
+use droid::hash;
 use serde_json::{Map, Value};
 
 #[derive(Parser, Debug)]
@@ -94,16 +94,7 @@ fn standalone(png: Option<&Path>, xml: Option<&Path>, structure: bool) -> anyhow
 }
 
 fn filter() -> anyhow::Result<ExitCode> {
-    let mut report = |message: &str| eprintln!("droid-hash: {message}");
-    let config = hash::Config {
-        report: &mut report,
-    };
-    match hash::run(config, io::stdin().lock(), io::stdout().lock()) {
-        Ok(outcome) if outcome.bad_lines > 0 => Ok(ExitCode::from(1)),
-        Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(HashError::Write(e)) if e.kind() == ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(e.into()),
-    }
+    common::filter("droid-hash", &mut hash::Stage, false)
 }
 
 #[cfg(test)]

@@ -109,12 +109,9 @@ fn run(args: Args) -> Result<ExitCode> {
     let mut out = io::stdout().lock();
     match args.command {
         None => {
-            let cfg = droid::record::Config {
-                strict: args.strict,
-            };
-            let report = |bad: &droid::events::ReadError| eprintln!("droid-record: {bad}");
-            let outcome = droid::record::run(&cfg, &store, io::stdin().lock(), out, report)?;
-            return Ok(ExitCode::from(u8::from(outcome.bad_lines > 0)));
+            drop(out);
+            let mut stage = droid::record::Stage::new(&store);
+            return common::filter("droid-record", &mut stage, args.strict);
         }
         Some(Command::Runs { json }) => {
             let runs = store.runs()?;

@@ -7,16 +7,16 @@
 //! action with `invalid_bbox` and the batch goes on; any other failure aborts the batch and the
 //! remaining actions get `skipped` results. See `docs/act.md`.
 
-use std::io::{self, BufRead, Write};
 use std::time::{Duration, Instant};
 
 use crate::device::{Device, DeviceError, Direction};
 use crate::events::{
-    now_ts, Action, ActionResult, ActionType, Decision, Event, EventReader, EventWriter,
-    Observation, Origin, ReadError,
+    now_ts, Action, ActionResult, ActionType, Decision, ErrorKind, Event, Line, Observation, Origin,
 };
+use crate::filter::{Filter, Output};
+use crate::screen::{describe, element_by_ref, snap};
 use crate::secret::{Secret, TEST_PASSWORD_PLACEHOLDER};
-use crate::ui::{element_by_ref, is_actionable, Bounds, UiElement};
+use crate::ui::{Bounds, UiElement};
 
 /// How actions are executed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,30 +45,9 @@ impl Default for Config {
     }
 }
 
-/// The act stage failed as a whole (bad lines are reported in [`Outcome`] instead).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ActError {
-    #[error("reading input: {0}")]
-    Read(#[source] io::Error),
-    #[error("writing output: {0}")]
-    Write(#[source] io::Error),
-}
-
-/// What a run of the stage did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outcome {
-    pub decisions: u64,
-    pub actions_failed: u64,
-    /// `line N: reason` for every line that could not be read; the stage went on.
-    pub bad_lines: Vec<String>,
-    /// Failures to open the device; the decisions concerned got failed results.
-    pub device_errors: Vec<String>,
-}
-
 /// Why one action failed.
 struct Failure {
-    kind: &'static str,
+    kind: ErrorKind,
     message: String,
     /// The rest of the batch still runs.
     continue_batch: bool,
@@ -77,7 +56,7 @@ struct Failure {
 impl Failure {
     fn invalid(message: impl Into<String>) -> Failure {
         Failure {
-            kind: "invalid_bbox",
+            kind: ErrorKind::InvalidBbox,
             message: message.into(),
             continue_batch: true,
         }
@@ -87,8 +66,8 @@ impl Failure {
 impl From<DeviceError> for Failure {
     fn from(err: DeviceError) -> Failure {
         let kind = match err {
-            DeviceError::UnsupportedText(_) => "unsupported_text",
-            _ => "device",
+            DeviceError::UnsupportedText(_) => ErrorKind::UnsupportedText,
+            _ => ErrorKind::Device,
         };
         Failure {
             kind,
@@ -104,62 +83,65 @@ pub struct Target {
     pub point: (i32, i32),
     pub origin: Origin,
     pub element: Option<UiElement>,
+    /// The element as people read it (see [`describe`]).
+    pub description: Option<String>,
     /// The area a gesture runs in (scrolls and swipes).
     pub area: Option<Bounds>,
 }
 
-/// Filters events: passes every line through, executes decisions, writes results. The device
-/// is opened by `open` at the first decision (so a stream without decisions needs no device),
-/// and again at the next decision when opening failed.
-pub fn run(
-    config: &Config,
-    mut open: impl FnMut() -> Result<Box<dyn Device>, DeviceError>,
-    input: impl BufRead,
-    output: impl Write,
-) -> Result<Outcome, ActError> {
-    let mut device: Option<Box<dyn Device>> = None;
-    let mut writer = EventWriter::new(output);
-    let mut outcome = Outcome::default();
-    let mut last_observation: Option<Observation> = None;
-    for line in EventReader::new(input) {
-        let line = match line {
-            Ok(line) => line,
-            Err(ReadError::Line { line, reason }) => {
-                outcome.bad_lines.push(format!("line {line}: {reason}"));
-                continue;
-            }
-            Err(ReadError::Io(e)) => return Err(ActError::Read(e)),
-        };
-        writer.write_raw(&line.raw).map_err(ActError::Write)?;
+/// The act stage: passes every line through, executes decisions, writes their results. The
+/// device is opened by `open` at the first decision (so a stream without decisions needs no
+/// device), and again at the next decision when opening failed; a decision that finds no
+/// device gets failed results, and the failure is reported at once.
+pub struct Stage<O> {
+    config: Config,
+    open: O,
+    device: Option<Box<dyn Device>>,
+    last_observation: Option<Observation>,
+}
+
+impl<O: FnMut() -> Result<Box<dyn Device>, DeviceError>> Stage<O> {
+    pub fn new(config: Config, open: O) -> Stage<O> {
+        Stage {
+            config,
+            open,
+            device: None,
+            last_observation: None,
+        }
+    }
+}
+
+impl<O: FnMut() -> Result<Box<dyn Device>, DeviceError>> Filter for Stage<O> {
+    type Error = std::convert::Infallible;
+
+    fn line(&mut self, line: Line, out: &mut Output<'_>) -> Result<(), Self::Error> {
+        out.pass(&line);
         match line.event {
-            Some(Event::Observation(observation)) => last_observation = Some(*observation),
+            Some(Event::Observation(observation)) => self.last_observation = Some(*observation),
             Some(Event::Decision(decision)) => {
-                outcome.decisions += 1;
-                if device.is_none() {
-                    match open() {
-                        Ok(opened) => device = Some(opened),
-                        Err(err) => outcome.device_errors.push(err.to_string()),
+                if self.device.is_none() {
+                    match (self.open)() {
+                        Ok(opened) => self.device = Some(opened),
+                        Err(err) => out.problem(&format_args!("the device: {err}")),
                     }
                 }
-                let results = match &device {
-                    Some(device) => {
-                        execute_decision(config, &**device, &decision, last_observation.as_ref())
-                    }
+                let results = match &self.device {
+                    Some(device) => execute_decision(
+                        &self.config,
+                        &**device,
+                        &decision,
+                        self.last_observation.as_ref(),
+                    ),
                     None => unreachable_device(&decision),
                 };
                 for result in results {
-                    if !result.success {
-                        outcome.actions_failed += 1;
-                    }
-                    writer
-                        .write(&Event::Result(result))
-                        .map_err(ActError::Write)?;
+                    out.event(&Event::Result(result));
                 }
             }
             _ => {}
         }
+        Ok(())
     }
-    Ok(outcome)
 }
 
 /// Runs a decision's actions in order and returns one result per action.
@@ -177,7 +159,7 @@ pub fn execute_decision(
     let mut results = Vec::new();
     let mut aborted = false;
     for (index, action) in decision.actions.iter().enumerate() {
-        let mut result = result_for(decision, index, action.action.as_str());
+        let mut result = result_for(decision, index, action.action.clone());
         if aborted {
             results.push(skipped(result));
             continue;
@@ -196,7 +178,7 @@ pub fn execute_decision(
         results.push(result);
     }
     if let Some(package) = &decision.relaunch {
-        let mut result = result_for(decision, decision.actions.len(), "relaunch");
+        let mut result = result_for(decision, decision.actions.len(), ActionType::Relaunch);
         results.push(match aborted {
             true => skipped(result),
             false => {
@@ -209,19 +191,19 @@ pub fn execute_decision(
 }
 
 /// The result of a decision's action at `index`, not run yet.
-fn result_for(decision: &Decision, index: usize, action_type: &str) -> ActionResult {
+fn result_for(decision: &Decision, index: usize, action_type: ActionType) -> ActionResult {
     ActionResult {
         run_id: decision.run_id.clone(),
         step: decision.step,
         ts: Some(now_ts()),
         index: index as u32,
-        action_type: action_type.to_string(),
+        action_type,
         ..ActionResult::default()
     }
 }
 
 fn skipped(mut result: ActionResult) -> ActionResult {
-    result.error_kind = Some("skipped".into());
+    result.error_kind = Some(ErrorKind::Skipped);
     result.error_message = Some("an earlier action of the batch failed".into());
     result
 }
@@ -246,7 +228,7 @@ fn settle(
             true
         }
         Err(failure) => {
-            result.error_kind = Some(failure.kind.into());
+            result.error_kind = Some(failure.kind);
             result.error_message = Some(failure.message);
             failure.continue_batch
         }
@@ -275,7 +257,7 @@ fn relaunch(
                 .map_err(Failure::from)
         }
         None => Err(Failure {
-            kind: "invalid_action",
+            kind: ErrorKind::InvalidAction,
             message: "relaunch names no package and the observation shows none".into(),
             continue_batch: false,
         }),
@@ -295,8 +277,11 @@ fn unreachable_device(decision: &Decision) -> Vec<ActionResult> {
             step: decision.step,
             ts: Some(now_ts()),
             index: index as u32,
-            action_type: action.action.as_str().to_string(),
-            error_kind: Some(if index == 0 { "device" } else { "skipped" }.into()),
+            action_type: action.action.clone(),
+            error_kind: Some(match index {
+                0 => ErrorKind::Device,
+                _ => ErrorKind::Skipped,
+            }),
             error_message: Some("no device".into()),
             ..ActionResult::default()
         })
@@ -315,8 +300,8 @@ fn describe_target(result: &mut ActionResult, target: &Target) {
     let (x, y) = target.point;
     result.tap_point = Some([i64::from(x), i64::from(y)]);
     result.origin = Some(target.origin);
-    result.target = Some(match &target.element {
-        Some(element) => describe_element(element),
+    result.target = Some(match &target.description {
+        Some(description) => description.clone(),
         None => format!("({x}, {y})"),
     });
     result.target_signature = target
@@ -324,33 +309,6 @@ fn describe_target(result: &mut ActionResult, target: &Target) {
         .as_ref()
         .map(|e| e.signature.clone())
         .filter(|s| !s.is_empty());
-}
-
-/// `Button "Login"`, `EditText (password)`, `ImageView "Menu"`.
-pub fn describe_element(element: &UiElement) -> String {
-    let class = element
-        .class_name
-        .rsplit('.')
-        .next()
-        .unwrap_or(&element.class_name);
-    if element.password {
-        return format!("{class} (password)");
-    }
-    let label = [&element.text, &element.content_desc, &element.resource_id]
-        .into_iter()
-        .find(|s| !s.is_empty());
-    match label {
-        Some(label) => format!("{class} \"{label}\""),
-        None => class.to_string(),
-    }
-}
-
-/// The smallest enabled actionable element containing the point.
-pub fn snap(elements: &[UiElement], x: i32, y: i32) -> Option<&UiElement> {
-    elements
-        .iter()
-        .filter(|e| is_actionable(e) && e.bounds.contains(x, y))
-        .min_by_key(|e| e.bounds.area())
 }
 
 /// Where an action lands; `Ok(None)` for actions without a target (back, wait, ...).
@@ -362,18 +320,23 @@ fn resolve(
     let elements = observation.map_or(&[][..], |o| &o.elements[..]);
     match action.action {
         ActionType::Click | ActionType::Input | ActionType::LongPress => {
-            if let Some(element) = by_ref(action, elements)? {
-                return Ok(Some(element_target(element)));
+            if let Some(element) = by_ref(action, observation)? {
+                return Ok(Some(element_target(elements, element)));
             }
             let bounds = checked_box(action, screen)?
                 .ok_or_else(|| Failure::invalid("no target_bounding_box or ref"))?;
             let (x, y) = bounds.center();
-            Ok(Some(match snap(elements, x, y) {
-                Some(element) => element_target(element),
+            let snapped = action
+                .target_bounding_box
+                .as_ref()
+                .and_then(|target| snap(elements, target));
+            Ok(Some(match snapped {
+                Some(element) => element_target(elements, element),
                 None => Target {
                     point: (x, y),
                     origin: Origin::Llm,
                     element: None,
+                    description: None,
                     area: None,
                 },
             }))
@@ -382,7 +345,7 @@ fn resolve(
         | ActionType::ScrollDown
         | ActionType::SwipeLeft
         | ActionType::SwipeRight => {
-            let area = match by_ref(action, elements)? {
+            let area = match by_ref(action, observation)? {
                 Some(element) => Some((element.bounds, Origin::Xml)),
                 None => checked_box(action, screen)?.map(|bounds| {
                     let (x, y) = bounds.center();
@@ -400,6 +363,7 @@ fn resolve(
                 point: area.center(),
                 origin,
                 element: None,
+                description: None,
                 area: Some(area),
             }))
         }
@@ -437,30 +401,34 @@ fn resolve(
                 point: (point.0 as i32, point.1 as i32),
                 origin: Origin::Llm,
                 element: None,
+                description: None,
                 area: None,
             }))
         }
         ActionType::Back | ActionType::Wait | ActionType::Home | ActionType::Recents => Ok(None),
+        ActionType::Relaunch | ActionType::Other(_) => Err(not_decidable(action)),
     }
 }
 
-fn element_target(element: &UiElement) -> Target {
+fn element_target(elements: &[UiElement], element: &UiElement) -> Target {
     Target {
         point: element.bounds.center(),
         origin: Origin::Xml,
         element: Some(element.clone()),
+        description: Some(describe(elements, element)),
         area: None,
     }
 }
 
 fn by_ref<'a>(
     action: &Action,
-    elements: &'a [UiElement],
+    observation: Option<&'a Observation>,
 ) -> Result<Option<&'a UiElement>, Failure> {
     let Some(wanted) = action.ref_id else {
         return Ok(None);
     };
-    element_by_ref(elements, wanted)
+    observation
+        .and_then(|observation| element_by_ref(observation, wanted))
         .map(Some)
         .ok_or_else(|| Failure::invalid(format!("ref {wanted} is not in the observation")))
 }
@@ -514,7 +482,7 @@ fn perform(
         }
         ActionType::Input => {
             let text = action.input_text.as_deref().ok_or_else(|| Failure {
-                kind: "invalid_action",
+                kind: ErrorKind::InvalidAction,
                 message: "input without input_text".into(),
                 continue_batch: false,
             })?;
@@ -545,8 +513,23 @@ fn perform(
                 .map_or(config.default_wait, Duration::from_millis);
             std::thread::sleep(wait);
         }
+        ActionType::Relaunch | ActionType::Other(_) => return Err(not_decidable(action)),
     }
     Ok(())
+}
+
+/// An action type a decision may not hold: unknown to this droid, or `relaunch` (a decision's
+/// field, not an action).
+fn not_decidable(action: &Action) -> Failure {
+    Failure {
+        kind: ErrorKind::InvalidAction,
+        message: format!(
+            "\"{}\" is not an action (one of {})",
+            action.action,
+            ActionType::decidable_names().join(", ")
+        ),
+        continue_batch: true,
+    }
 }
 
 /// The text to type, with the test password in place of its placeholder (wrapped as a secret
@@ -556,7 +539,7 @@ fn with_password(text: &str, password: Option<&Secret>) -> Result<Secret, Failur
         return Ok(Secret::new(text));
     }
     let password = password.ok_or_else(|| Failure {
-        kind: "invalid_action",
+        kind: ErrorKind::InvalidAction,
         message: format!(
             "input types {TEST_PASSWORD_PLACEHOLDER} but no test password is set \
              (--test-password, test_password in user_config.db, TEST_PASSWORD)"
@@ -795,9 +778,10 @@ mod tests {
         field.class_name = "android.widget.EditText".into();
         field.text = "hunter2".into();
         field.password = true;
-        assert_eq!(describe_element(&field), "EditText (password)");
+        field.resource_id = "app:id/pin".into();
+        assert_eq!(describe(&[], &field), "EditText #pin (password)");
         field.password = false;
-        assert_eq!(describe_element(&field), "EditText \"hunter2\"");
+        assert_eq!(describe(&[], &field), "EditText \"hunter2\"");
     }
 
     /// A device that records what it is asked and fails on request.
@@ -906,7 +890,10 @@ mod tests {
     }
 
     fn kinds(results: &[ActionResult]) -> Vec<Option<&str>> {
-        results.iter().map(|r| r.error_kind.as_deref()).collect()
+        results
+            .iter()
+            .map(|r| r.error_kind.as_ref().map(ErrorKind::as_str))
+            .collect()
     }
 
     #[test]
@@ -1059,12 +1046,13 @@ mod tests {
         let dec = Event::Decision(decision(vec![Action::new(ActionType::Back)])).to_line();
         let input = format!("{obs}\nnot json\n{{\"type\":\"custom\",\"v\":1}}\n{dec}\n");
         let mut out = Vec::new();
-        let outcome = run(
-            &quick(),
-            || Ok(Box::new(Recorder::new("", vec!["A"])) as Box<dyn Device>),
-            input.as_bytes(),
-            &mut out,
-        )
+        let mut said = Vec::new();
+        let mut stage = Stage::new(quick(), || {
+            Ok(Box::new(Recorder::new("", vec!["A"])) as Box<dyn Device>)
+        });
+        let outcome = crate::filter::run(&mut stage, input.as_bytes(), &mut out, false, &mut |m| {
+            said.push(m.to_string())
+        })
         .unwrap();
         let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
@@ -1072,8 +1060,9 @@ mod tests {
         assert_eq!(lines[1], "{\"type\":\"custom\",\"v\":1}");
         assert_eq!(lines[2], dec);
         assert!(lines[3].starts_with("{\"type\":\"result\""), "{}", lines[3]);
+        assert_eq!(outcome.bad_lines, 1);
         assert_eq!(
-            outcome.bad_lines,
+            said,
             ["line 2: not valid JSON: expected ident at line 1 column 2"]
         );
     }
@@ -1081,14 +1070,11 @@ mod tests {
     #[test]
     fn no_decision_means_no_device_is_opened() {
         let mut out = Vec::new();
-        let outcome = run(
-            &quick(),
-            || Err(DeviceError::NullRoot),
-            "{\"type\":\"note\",\"v\":1,\"kind\":\"x\"}\n".as_bytes(),
-            &mut out,
-        )
-        .unwrap();
-        assert!(outcome.device_errors.is_empty());
+        let mut stage = Stage::new(quick(), || Err(DeviceError::NullRoot));
+        let input = "{\"type\":\"note\",\"v\":1,\"kind\":\"x\"}\n";
+        let outcome =
+            crate::filter::run(&mut stage, input.as_bytes(), &mut out, false, &mut |_| {}).unwrap();
+        assert!(!outcome.failed());
         assert_eq!(out, b"{\"type\":\"note\",\"v\":1,\"kind\":\"x\"}\n");
     }
 }

@@ -187,67 +187,186 @@ pub struct Observation {
     pub extra: Extra,
 }
 
-/// What an action does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ActionType {
-    Click,
-    Input,
-    LongPress,
-    ScrollUp,
-    ScrollDown,
-    SwipeLeft,
-    SwipeRight,
-    Back,
-    Wait,
-    Home,
-    Recents,
-    Tap,
+/// Defines a word of the wire vocabulary: an enum of the known values, each with its wire name,
+/// and `Other` for any other string, which passes through untouched (a newer producer's word is
+/// not an error). Serialised as the plain string.
+macro_rules! wire_words {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $wire:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+            /// A value this version does not know, kept as it came.
+            Other(String),
+        }
+
+        impl $name {
+            /// Every known value, in the order they are defined.
+            pub const KNOWN: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire name.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($name::$variant => $wire,)+
+                    $name::Other(other) => other,
+                }
+            }
+
+            /// The value of a wire name; `Other` for names this version does not know.
+            pub fn parse(name: &str) -> $name {
+                match name {
+                    $($wire => $name::$variant,)+
+                    other => $name::Other(other.to_string()),
+                }
+            }
+
+            /// Whether this is a value this version knows.
+            pub fn is_known(&self) -> bool {
+                !matches!(self, $name::Other(_))
+            }
+        }
+
+        impl Default for $name {
+            /// The empty word: no value given.
+            fn default() -> $name {
+                $name::Other(String::new())
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(name: &str) -> $name {
+                $name::parse(name)
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+                Ok($name::parse(&name))
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let known: Vec<&str> = vec![$($wire),+];
+                schemars::json_schema!({
+                    "type": "string",
+                    "description": format!(
+                        "One of {}; other values pass through as they are.",
+                        known.join(", ")
+                    ),
+                    "examples": known,
+                })
+            }
+        }
+    };
+}
+
+wire_words! {
+    /// What an action does.
+    ActionType {
+        Click = "click",
+        Input = "input",
+        LongPress = "long_press",
+        ScrollUp = "scroll_up",
+        ScrollDown = "scroll_down",
+        SwipeLeft = "swipe_left",
+        SwipeRight = "swipe_right",
+        Back = "back",
+        Wait = "wait",
+        Home = "home",
+        Recents = "recents",
+        Tap = "tap",
+        /// Force-stop the app and start it again (a decision's `relaunch`, as droid-act reports it).
+        Relaunch = "relaunch",
+    }
+}
+
+wire_words! {
+    /// Why an action failed (a result's `error_kind`).
+    ErrorKind {
+        /// The target was unusable (a box off the screen, an unknown ref); the batch went on.
+        InvalidBbox = "invalid_bbox",
+        /// The action itself was unusable (an unknown type, a wait too long, no package to relaunch).
+        InvalidAction = "invalid_action",
+        /// An earlier action of the batch failed.
+        Skipped = "skipped",
+        /// The device failed or went away.
+        Device = "device",
+        /// Text the device cannot type (non-ASCII without the ADB Keyboard).
+        UnsupportedText = "unsupported_text",
+    }
+}
+
+wire_words! {
+    /// What a note is about.
+    NoteKind {
+        /// A change of the driver's state.
+        State = "state",
+        /// The same screen again and again.
+        Stuck = "stuck",
+        /// The app crashed (the stack trace in `data`).
+        Crash = "crash",
+        /// The app stopped responding.
+        Anr = "anr",
+        /// The device showed another app.
+        ContextLoss = "context_loss",
+        /// The app was restarted.
+        Relaunch = "relaunch",
+        /// A file the run left behind (video, pcap, MobSF report) in `data`.
+        Artifact = "artifact",
+        Warning = "warning",
+        /// A model's answer could not be used.
+        InvalidResponse = "invalid_response",
+        /// A stage stopped.
+        Error = "error",
+        /// uiautomator failed to dump the hierarchy.
+        UiautomatorCrash = "uiautomator_crash",
+    }
 }
 
 impl ActionType {
-    pub const ALL: [ActionType; 12] = [
-        ActionType::Click,
-        ActionType::Input,
-        ActionType::LongPress,
-        ActionType::ScrollUp,
-        ActionType::ScrollDown,
-        ActionType::SwipeLeft,
-        ActionType::SwipeRight,
-        ActionType::Back,
-        ActionType::Wait,
-        ActionType::Home,
-        ActionType::Recents,
-        ActionType::Tap,
-    ];
-
-    /// The wire name (`long_press`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ActionType::Click => "click",
-            ActionType::Input => "input",
-            ActionType::LongPress => "long_press",
-            ActionType::ScrollUp => "scroll_up",
-            ActionType::ScrollDown => "scroll_down",
-            ActionType::SwipeLeft => "swipe_left",
-            ActionType::SwipeRight => "swipe_right",
-            ActionType::Back => "back",
-            ActionType::Wait => "wait",
-            ActionType::Home => "home",
-            ActionType::Recents => "recents",
-            ActionType::Tap => "tap",
-        }
+    /// The wire names of the actions a decision may hold.
+    pub fn decidable_names() -> Vec<&'static str> {
+        ActionType::KNOWN
+            .iter()
+            .filter(|a| a.is_decidable())
+            .map(ActionType::as_str)
+            .collect()
     }
 
-    /// Parses a wire name; `None` for anything else.
-    pub fn parse(name: &str) -> Option<ActionType> {
-        ActionType::ALL.into_iter().find(|a| a.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for ActionType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+    /// The actions a decision may hold (a `relaunch` is a decision's field, not one of its
+    /// actions).
+    pub fn is_decidable(&self) -> bool {
+        self.is_known() && *self != ActionType::Relaunch
     }
 }
 
@@ -294,6 +413,14 @@ pub struct Action {
     /// Milliseconds for `wait`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The signature of the widget the action is meant for, when the decider knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widget: Option<String>,
+    /// The screen (its key) the action is meant to be taken on, when it is not the one
+    /// observed: a decider walking a known path takes several moves without observing the
+    /// screens between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -311,6 +438,8 @@ impl Action {
             point: None,
             grid: None,
             duration_ms: None,
+            widget: None,
+            screen: None,
             extra: Extra::new(),
         }
     }
@@ -393,6 +522,9 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// Most actions one decision holds.
+    pub const MAX_ACTIONS: usize = 12;
+
     /// A decision to take `actions`, with nothing else set.
     pub fn new(actions: Vec<Action>) -> Decision {
         Decision {
@@ -435,7 +567,7 @@ pub struct ActionResult {
     pub ts: Option<String>,
     /// Position of the action in its decision's batch, from 0.
     pub index: u32,
-    pub action_type: String,
+    pub action_type: ActionType,
     /// What was acted on, for people (`Button "Login"`, `(540, 1200)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
@@ -445,9 +577,8 @@ pub struct ActionResult {
     pub success: bool,
     #[serde(default)]
     pub duration_ms: u64,
-    /// `invalid_bbox`, `skipped`, `device`, `unsupported_text`, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
     /// The foreground activity changed.
@@ -474,9 +605,7 @@ pub struct Note {
     pub step: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ts: Option<String>,
-    /// `state`, `stuck`, `crash`, `context_loss`, `relaunch`, `artifact`, `warning`,
-    /// `invalid_response`, `error`, ...
-    pub kind: String,
+    pub kind: NoteKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Kind-specific payload (a stack trace, an artifact path, ...).
@@ -651,6 +780,25 @@ impl Event {
             _ => return Ok(None),
         };
         Ok(Some(event))
+    }
+
+    /// The event, when its fields hold together beyond their types: a decision holds 1 to
+    /// [`Decision::MAX_ACTIONS`] actions. Stages check what they read ([`EventReader`]);
+    /// what a store recorded before is read back as it is.
+    pub fn checked(self) -> Result<Event, LineError> {
+        if let Event::Decision(decision) = &self {
+            let count = decision.actions.len();
+            if !(1..=Decision::MAX_ACTIONS).contains(&count) {
+                return Err(LineError::Fields {
+                    kind: "decision".into(),
+                    reason: format!(
+                        "{count} actions (a decision holds 1 to {})",
+                        Decision::MAX_ACTIONS
+                    ),
+                });
+            }
+        }
+        Ok(self)
     }
 }
 
@@ -848,7 +996,7 @@ impl RawLine {
         if raw.trim().is_empty() {
             return None;
         }
-        match Event::from_line(&raw) {
+        match Event::from_line(&raw).and_then(|event| event.map(Event::checked).transpose()) {
             Ok(event) => Some(Ok(Line { number, raw, event })),
             Err(reason) => bad(reason),
         }
@@ -1069,6 +1217,41 @@ mod tests {
     }
 
     #[test]
+    fn a_decision_holds_one_to_twelve_actions() {
+        let click = r#"{"action":"click","ref":1}"#;
+        let decision = |n: usize| {
+            let actions = vec![click; n].join(",");
+            format!(r#"{{"type":"decision","v":1,"actions":[{actions}]}}"#)
+        };
+        for n in [1, Decision::MAX_ACTIONS] {
+            assert!(read_all(&decision(n))[0].is_ok(), "{n}");
+        }
+        for n in [0, Decision::MAX_ACTIONS + 1, 1000] {
+            let read = read_all(&format!("{}\n", decision(n)));
+            let err = read[0].as_ref().unwrap_err();
+            assert_eq!(
+                err,
+                &format!("line 1: decision: {n} actions (a decision holds 1 to 12)")
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_words_pass_through_untouched() {
+        let line = r#"{"type":"result","v":1,"index":0,"action_type":"pinch","success":false,"duration_ms":0,"error_kind":"thermal","navigated_away":false}"#;
+        let event = Event::from_line(line).unwrap().unwrap();
+        let Event::Result(result) = &event else {
+            panic!("{event:?}")
+        };
+        assert_eq!(result.action_type, ActionType::Other("pinch".into()));
+        assert_eq!(result.error_kind, Some(ErrorKind::Other("thermal".into())));
+        assert_eq!(event.to_line(), line);
+        let note = r#"{"type":"note","v":1,"kind":"battery_low"}"#;
+        assert_eq!(Event::from_line(note).unwrap().unwrap().to_line(), note);
+        assert_eq!(NoteKind::parse("crash"), NoteKind::Crash);
+    }
+
+    #[test]
     fn wrong_field_types_are_errors_not_drops() {
         let input =
             r#"{"type":"result","v":1,"index":"zero","action_type":"click","success":true}"#;
@@ -1091,12 +1274,16 @@ mod tests {
 
     #[test]
     fn action_names_round_trip() {
-        for action in ActionType::ALL {
-            assert_eq!(ActionType::parse(action.as_str()), Some(action));
+        for action in ActionType::KNOWN {
+            assert_eq!(&ActionType::parse(action.as_str()), action);
             let json = serde_json::to_value(action).unwrap();
             assert_eq!(json, Value::from(action.as_str()));
         }
-        assert_eq!(ActionType::parse("fly"), None);
+        let fly = ActionType::parse("fly");
+        assert_eq!(fly, ActionType::Other("fly".into()));
+        assert_eq!(serde_json::to_value(&fly).unwrap(), Value::from("fly"));
+        assert!(!fly.is_known() && !ActionType::Relaunch.is_decidable());
+        assert!(!ActionType::decidable_names().contains(&"relaunch"));
     }
 
     #[test]

@@ -20,14 +20,14 @@
 //!
 //! `docs/hashing.md` has the reasoning and the measurements.
 
-use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use image::{DynamicImage, GrayImage};
 use image_hasher::{HashAlg, HasherConfig};
 use sha2::{Digest, Sha256};
 
-use crate::events::{Event, EventReader, EventWriter, Observation, ReadError};
+use crate::events::{Event, Line, Observation};
+use crate::filter::Output;
 use crate::ui::{parse, ParseError};
 
 /// Seed rule: two screenshots of the same activity at most this many bits apart show the same
@@ -56,10 +56,6 @@ pub enum HashError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("reading input: {0}")]
-    Input(std::io::Error),
-    #[error("writing output: {0}")]
-    Write(std::io::Error),
 }
 
 /// sha256 (64 hex digits) of the normalised hierarchy; see the module documentation.
@@ -223,59 +219,33 @@ pub fn same_screen(activity_a: &str, phash_a: u64, activity_b: &str, phash_b: u6
     activity_a == activity_b && hamming(phash_a, phash_b) <= SAME_SCREEN_DISTANCE
 }
 
-/// How the filter stage runs.
-pub struct Config<'a> {
-    /// Receives one message per problem (`line N: ...`), for the binary to print on stderr.
-    pub report: &'a mut dyn FnMut(&str),
-}
-
-/// What the filter stage did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outcome {
-    /// Observations written with a `hash`.
-    pub observations: u64,
-    /// Lines that were not valid events (reported, not written).
-    pub bad_lines: u64,
-    /// Observations for which some hash could not be computed (reported, written with the
-    /// hashes that could).
-    pub incomplete: u64,
-}
-
 /// The droid-hash stage: adds `hash` to every observation (layout and structure hash from `xml`
 /// or `xml_path`, perceptual hash from `screenshot_path`, screen key when there is a perceptual
-/// hash), passes every other line through untouched and in order.
-pub fn run(config: Config, input: impl BufRead, output: impl Write) -> Result<Outcome, HashError> {
-    let mut writer = EventWriter::new(output);
-    let mut outcome = Outcome::default();
-    for line in EventReader::new(input) {
-        let line = match line {
-            Ok(line) => line,
-            Err(ReadError::Line { line, reason }) => {
-                (config.report)(&format!("line {line}: {reason}"));
-                outcome.bad_lines += 1;
-                continue;
-            }
-            Err(ReadError::Io(e)) => return Err(HashError::Input(e)),
-        };
-        let written = match line.event {
+/// hash), passes every other line through untouched and in order. What cannot be hashed is
+/// told for its line (no failure: the observation goes on with the hashes that could be
+/// computed).
+#[derive(Debug, Default)]
+pub struct Stage;
+
+impl crate::filter::Filter for Stage {
+    type Error = std::convert::Infallible;
+
+    fn line(&mut self, line: Line, out: &mut Output<'_>) -> Result<(), Self::Error> {
+        match line.event {
             Some(Event::Observation(mut observation)) => {
-                let problems = enrich(&mut observation);
-                for problem in &problems {
-                    (config.report)(&format!("line {}: {problem}", line.number));
+                for problem in enrich(&mut observation) {
+                    out.tell(&problem);
                 }
-                outcome.observations += 1;
-                outcome.incomplete += u64::from(!problems.is_empty());
-                writer.write(&Event::Observation(observation))
+                out.event(&Event::Observation(observation));
             }
-            _ => writer.write_raw(&line.raw),
-        };
-        written.map_err(HashError::Write)?;
+            _ => out.pass(&line),
+        }
+        Ok(())
     }
-    Ok(outcome)
 }
 
 /// Adds what can be computed to `observation.hash`; returns what could not be.
-fn enrich(observation: &mut Observation) -> Vec<String> {
+pub fn enrich(observation: &mut Observation) -> Vec<String> {
     let mut problems = Vec::new();
     let mut hash = observation.hash.take().unwrap_or_default();
     let xml = match (&observation.xml, &observation.xml_path) {

@@ -3,6 +3,8 @@
 use std::io;
 use std::process::ExitCode;
 
+use droid::filter::{self, Filter};
+
 // glibc's allocator spent about a quarter of droid-record's ingest in malloc and free (events are
 // decoded on one thread and dropped on another); mimalloc is built for that pattern. It is the
 // binaries' choice: a program linking the library keeps its own allocator.
@@ -28,5 +30,18 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         cause
             .downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[allow(dead_code)] // droid-capture and droid-sim filter nothing.
+/// Runs a filter stage from stdin to stdout, people's messages on stderr as `BIN: line N: ...`
+/// when they happen; exit 1 when a line was bad or had a problem.
+pub fn filter<F: Filter>(bin: &str, stage: &mut F, strict: bool) -> anyhow::Result<ExitCode> {
+    let mut say = |message: &str| eprintln!("{bin}: {message}");
+    let input = io::BufReader::new(io::stdin().lock());
+    let outcome = filter::run(stage, input, io::stdout().lock(), strict, &mut say)?;
+    Ok(match outcome.failed() {
+        true => ExitCode::from(1),
+        false => ExitCode::SUCCESS,
     })
 }

@@ -1,49 +1,19 @@
-//! The exploration graph a decider keeps in memory: screens (identified by activity plus their
-//! actionable widgets' signatures, or the perceptual hash when they have none), the actions each
-//! offers (by widget signature), which were tried, and the edges learned from what followed an
-//! action.
+//! The exploration graph a decider keeps in memory: screens (by [`ScreenKey`], the one identity
+//! rule droid has), the actions each offers (by [`ActionKey`]), which were tried, and the edges
+//! learned from what followed an action.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use sha2::{Digest, Sha256};
-
-use super::widgets::{
-    controls, is_actionable, is_unmarked_list, label_in, primary_action, rank, signature, Rank,
-};
-use crate::events::Observation;
-use crate::hash;
+use crate::screen::{ActionKey, Rank, Screen, ScreenKey, BACK, SCROLL};
 use crate::ui::Bounds;
 
 /// Index of a screen in the graph.
 pub type ScreenId = usize;
 
-/// An action on a screen: `click:<signature>`, `input:<signature>`, ..., or `back`.
-pub type ActionKey = String;
-
-/// The key of the system back action, available on every screen.
-pub const BACK: &str = "back";
-
-/// The key of scrolling a whole screen down, offered on lists without a scrollable container.
-pub const SCROLL: &str = "scroll_down";
-
-/// Whether `key` types into a field.
-fn is_input(key: &str) -> bool {
-    key.split_once(':')
-        .is_some_and(|(kind, _)| kind == crate::events::ActionType::Input.as_str())
-}
-
-/// The key of `action` on an element with `signature`.
-pub fn action_key(action: crate::events::ActionType, signature: &str) -> ActionKey {
-    format!("{action}:{signature}")
-}
-
 #[derive(Debug, Clone)]
-struct Screen {
-    phash: Option<u64>,
-    structure: String,
-    /// Digest of the actionable widgets' signatures; empty when there are none.
-    widgets: String,
+struct Node {
+    key: ScreenKey,
     /// Every action seen on this screen, with its rank.
     actions: BTreeMap<ActionKey, Rank>,
     /// Where each action's widget was last seen, to walk a known path without observing.
@@ -73,7 +43,7 @@ struct Screen {
     dead: BTreeSet<ActionKey>,
 }
 
-impl Screen {
+impl Node {
     /// How likely an untried action here is to show a new screen, from what the tried ones
     /// showed (Laplace's rule: a half for a screen with no outcome yet).
     fn productivity(&self) -> f64 {
@@ -81,14 +51,14 @@ impl Screen {
     }
 }
 
-/// The productivity of a screen with no outcome yet: [`Screen::productivity`] before any try.
+/// The productivity of a screen with no outcome yet: [`Node::productivity`] before any try.
 pub const UNSEEN_PRODUCTIVITY: f64 = 0.5;
 
 /// Where a widget was last seen on its screen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Place {
     pub bounds: Bounds,
-    /// Its [`label_in`] its screen.
+    /// Its label on its screen.
     pub label: String,
 }
 
@@ -116,8 +86,8 @@ pub struct Plan {
 /// Screens, actions and edges of one exploration.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
-    screens: Vec<Screen>,
-    by_activity: HashMap<String, Vec<ScreenId>>,
+    screens: Vec<Node>,
+    by_key: HashMap<ScreenKey, ScreenId>,
     /// The screen the app shows when (re)launched.
     launch: Option<ScreenId>,
     /// Per widget's action key, where it led away.
@@ -185,28 +155,13 @@ impl Graph {
 
     /// The screen an observation shows, added when new; its actions are merged in and its
     /// visit counted.
-    pub fn observe(&mut self, observation: &Observation) -> ScreenId {
-        let activity = observation
-            .activity
-            .clone()
-            .or_else(|| observation.package.clone())
-            .unwrap_or_default();
-        let hash = observation.hash.as_ref();
-        let phash = hash
-            .and_then(|h| h.phash.as_deref())
-            .and_then(|p| hash::parse_phash(p).ok());
-        let structure = hash
-            .and_then(|h| h.structure_hash.clone())
-            .unwrap_or_else(|| structure_of(observation));
-        let widgets = widgets_of(observation);
-        let id = self
-            .find(&activity, phash, &structure, &widgets)
-            .unwrap_or_else(|| {
+    pub fn observe(&mut self, shown: &Screen) -> ScreenId {
+        let id = match self.by_key.get(shown.key()) {
+            Some(&id) => id,
+            None => {
                 let id = self.screens.len();
-                self.screens.push(Screen {
-                    phash,
-                    structure,
-                    widgets,
+                self.screens.push(Node {
+                    key: shown.key().clone(),
                     actions: BTreeMap::new(),
                     places: BTreeMap::new(),
                     tried: BTreeSet::new(),
@@ -221,29 +176,28 @@ impl Graph {
                     revived: BTreeSet::new(),
                     dead: BTreeSet::new(),
                 });
-                self.by_activity.entry(activity).or_default().push(id);
+                self.by_key.insert(shown.key().clone(), id);
                 id
-            });
+            }
+        };
         let screen = &mut self.screens[id];
         screen.visits += 1;
-        let elements = &observation.elements;
-        let has_form = elements.iter().any(|e| e.editable && is_actionable(e));
         let known = screen.actions.len();
-        for element in controls(elements) {
-            let key = action_key(primary_action(element), &signature(element));
-            let rank = rank(elements, element, has_form);
-            screen.actions.entry(key.clone()).or_insert(rank);
-            let label = label_in(elements, element).to_string();
-            let place = Place {
-                bounds: element.bounds,
-                label,
-            };
-            screen.places.insert(key, place);
-        }
-        if is_unmarked_list(elements) {
+        for widget in shown.widgets() {
             screen
                 .actions
-                .entry(SCROLL.to_string())
+                .entry(widget.key.clone())
+                .or_insert(widget.rank);
+            let place = Place {
+                bounds: widget.element.bounds,
+                label: widget.label.to_string(),
+            };
+            screen.places.insert(widget.key.clone(), place);
+        }
+        if shown.offers_screen_scroll() {
+            screen
+                .actions
+                .entry(SCROLL.clone())
                 .or_insert(Rank::ScreenScroll);
         }
         if screen.actions.len() != known {
@@ -260,6 +214,16 @@ impl Graph {
         id
     }
 
+    /// The identity of a screen of the graph.
+    pub fn key(&self, screen: ScreenId) -> Option<&ScreenKey> {
+        self.screens.get(screen).map(|s| &s.key)
+    }
+
+    /// The screen of the graph with this identity.
+    pub fn find(&self, key: &ScreenKey) -> Option<ScreenId> {
+        self.by_key.get(key).copied()
+    }
+
     /// The screen the app shows when launched: the goal of [`Step::Relaunch`].
     pub fn set_launch(&mut self, screen: ScreenId) {
         if screen < self.screens.len() {
@@ -268,7 +232,7 @@ impl Graph {
     }
 
     /// The app was restarted: its state is fresh, so actions that stalled may lead away again
-    /// (but for dead ones, see [`Screen::revived`]).
+    /// (but for dead ones, see [`Node::revived`]).
     pub fn app_restarted(&mut self) {
         for screen in &mut self.screens {
             let stalled = std::mem::take(&mut screen.stalled);
@@ -276,7 +240,7 @@ impl Graph {
         }
     }
 
-    /// Gives dead routes (see [`Screen::revived`]) another chance, for when nothing else is
+    /// Gives dead routes (see [`Node::revived`]) another chance, for when nothing else is
     /// left: a screen merged with another state of itself may have killed a route that leads
     /// on from the first.
     pub fn revive_dead(&mut self) {
@@ -288,29 +252,6 @@ impl Graph {
 
     pub fn launch(&self) -> Option<ScreenId> {
         self.launch
-    }
-
-    /// The known screen an observation shows: same activity and the same actionable widgets
-    /// (signatures leave typed text out, so a filled form is the screen it was); without
-    /// actionable widgets, the perceptual-hash rule, else the structure.
-    fn find(
-        &self,
-        activity: &str,
-        phash: Option<u64>,
-        structure: &str,
-        widgets: &str,
-    ) -> Option<ScreenId> {
-        let candidates = self.by_activity.get(activity)?;
-        candidates.iter().copied().find(|&id| {
-            let screen = &self.screens[id];
-            if !widgets.is_empty() || !screen.widgets.is_empty() {
-                return screen.widgets == widgets;
-            }
-            match (screen.phash, phash) {
-                (Some(a), Some(b)) => hash::hamming(a, b) <= hash::SAME_SCREEN_DISTANCE,
-                _ => screen.structure == structure,
-            }
-        })
     }
 
     /// Marks a screen as belonging to another app the exploration may enter.
@@ -327,20 +268,20 @@ impl Graph {
         }
     }
 
-    pub fn mark_tried(&mut self, screen: ScreenId, key: &str) {
+    pub fn mark_tried(&mut self, screen: ScreenId, key: &ActionKey) {
         if let Some(screen) = self.screens.get_mut(screen) {
-            screen.tried.insert(key.to_string());
+            screen.tried.insert(key.clone());
         }
     }
 
     /// Makes a tried action worth trying again (the screen's state changed).
-    pub fn mark_untried(&mut self, screen: ScreenId, key: &str) {
+    pub fn mark_untried(&mut self, screen: ScreenId, key: &ActionKey) {
         if let Some(screen) = self.screens.get_mut(screen) {
             screen.tried.remove(key);
         }
     }
 
-    pub fn is_tried(&self, screen: ScreenId, key: &str) -> bool {
+    pub fn is_tried(&self, screen: ScreenId, key: &ActionKey) -> bool {
         self.screens
             .get(screen)
             .is_some_and(|s| s.tried.contains(key))
@@ -351,9 +292,9 @@ impl Graph {
     /// screen's productivity, as a discovery when `to` is another screen seen for the first
     /// time or renewed, but for typing that showed the screen in another state (see
     /// [`Graph::is_state_of`]); the latest one says whether it stalled (see
-    /// [`Screen::stalled`]); a screen seen for the first time remembers where it was reached
+    /// [`Node::stalled`]); a screen seen for the first time remembers where it was reached
     /// from.
-    pub fn record_edge(&mut self, from: ScreenId, key: &str, to: ScreenId, renewed: bool) {
+    pub fn record_edge(&mut self, from: ScreenId, key: &ActionKey, to: ScreenId, renewed: bool) {
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return;
         };
@@ -364,20 +305,20 @@ impl Graph {
         // Typing that shows the screen in another state says how its field behaves, not what
         // the screen's widgets may show.
         let typed_state =
-            first_outcome && is_input(key) && to != from && self.is_state_of(to, from);
+            first_outcome && key.is_input() && to != from && self.is_state_of(to, from);
         let Some(screen) = self.screens.get_mut(from) else {
             return;
         };
-        screen.tried.insert(key.to_string());
-        let targets = screen.edges.entry(key.to_string()).or_default();
+        screen.tried.insert(key.clone());
+        let targets = screen.edges.entry(key.clone()).or_default();
         if targets.is_empty() {
             if !typed_state {
                 screen.outcomes += 1;
                 screen.discoveries += u32::from((first_seen || renewed) && to != from);
             }
-            if key != BACK && key != SCROLL && to != from {
+            if key.widget.is_some() && to != from {
                 self.led_away_on
-                    .entry(key.to_string())
+                    .entry(key.clone())
                     .or_default()
                     .moves
                     .push((from, to));
@@ -385,9 +326,9 @@ impl Graph {
         }
         *targets.entry(to).or_default() += 1;
         if to == from {
-            screen.stalled.insert(key.to_string());
+            screen.stalled.insert(key.clone());
             if screen.revived.contains(key) {
-                screen.dead.insert(key.to_string());
+                screen.dead.insert(key.clone());
             }
         } else {
             screen.stalled.remove(key);
@@ -403,7 +344,7 @@ impl Graph {
     /// from a sibling screen (see [`SIBLING_TRIED`]) and on a guest screen. A form's submit is
     /// not judged by its siblings: one dialog layout serves several forms (rename a note, create
     /// one), and its "OK" does what the form asks.
-    pub fn promise(&self, screen: ScreenId, key: &str, rank: Rank) -> f64 {
+    pub fn promise(&self, screen: ScreenId, key: &ActionKey, rank: Rank) -> f64 {
         let sibling = match rank {
             Rank::SubmitButton => 1.0,
             _ => self.sibling_scale(screen, key),
@@ -413,16 +354,16 @@ impl Graph {
 
     /// A guest screen's own widgets lead around the other app; its form (a save dialog's file
     /// name and button) is what the app asked for, and its submit hands control back.
-    fn guest_scale(&self, screen: ScreenId, key: &str, rank: Rank) -> f64 {
+    fn guest_scale(&self, screen: ScreenId, key: &ActionKey, rank: Rank) -> f64 {
         let guest = self.screens.get(screen).is_some_and(|s| s.guest);
-        let form = || rank == Rank::SubmitButton || is_input(key);
+        let form = || rank == Rank::SubmitButton || key.is_input();
         match guest && !form() {
             true => GUEST,
             false => 1.0,
         }
     }
 
-    fn sibling_scale(&self, screen: ScreenId, key: &str) -> f64 {
+    fn sibling_scale(&self, screen: ScreenId, key: &ActionKey) -> f64 {
         let Some(LedAway { moves, evidence }) = self.led_away_on.get(key) else {
             return 1.0;
         };
@@ -511,11 +452,11 @@ impl Graph {
             .collect()
     }
 
-    /// Whether the screen offers an action whose key starts with `prefix` (a field: `input:`).
-    pub fn offers_any(&self, screen: ScreenId, prefix: &str) -> bool {
+    /// Whether the screen offers a field to type into.
+    pub fn offers_field(&self, screen: ScreenId) -> bool {
         self.screens
             .get(screen)
-            .is_some_and(|s| s.actions.keys().any(|k| k.starts_with(prefix)))
+            .is_some_and(|s| s.actions.keys().any(ActionKey::is_input))
     }
 
     /// What trying an action with `promise` on `screen` is worth, with no steps to reach it.
@@ -526,7 +467,7 @@ impl Graph {
     }
 
     /// Whether the screen offers `key` (seen on it at least once).
-    pub fn offers(&self, screen: ScreenId, key: &str) -> bool {
+    pub fn offers(&self, screen: ScreenId, key: &ActionKey) -> bool {
         self.screens
             .get(screen)
             .is_some_and(|s| s.actions.contains_key(key))
@@ -553,7 +494,7 @@ impl Graph {
     ) -> Option<Plan> {
         let mut first: Vec<Option<Step>> = vec![None; self.screens.len()];
         // The move each screen was reached by, from the screen before it on its path.
-        let mut came: Vec<Option<(ScreenId, &str)>> = vec![None; self.screens.len()];
+        let mut came: Vec<Option<(ScreenId, &ActionKey)>> = vec![None; self.screens.len()];
         let mut distance = vec![usize::MAX; self.screens.len()];
         *distance.get_mut(from)? = 0;
         let mut queue = VecDeque::from([from]);
@@ -585,7 +526,9 @@ impl Graph {
             for (key, to) in self.moves(at) {
                 if distance[to] == usize::MAX {
                     distance[to] = distance[at] + 1;
-                    first[to] = first[at].clone().or(Some(Step::Action(key.to_string())));
+                    first[to] = first[at]
+                        .clone()
+                        .or_else(|| Some(Step::Action(key.clone())));
                     came[to] = Some((at, key));
                     queue.push_back(to);
                 }
@@ -601,7 +544,7 @@ impl Graph {
         let mut plan = best?;
         let mut at = plan.goal;
         while let Some((before, key)) = came[at] {
-            plan.then.push((before, key.to_string()));
+            plan.then.push((before, key.clone()));
             at = before;
         }
         plan.then.reverse();
@@ -613,34 +556,34 @@ impl Graph {
 
     /// Where a learned move (see [`Graph::plan`]) leads: the screen `key` on `at` led to most
     /// often, when that did not stall.
-    pub fn follow(&self, at: ScreenId, key: &str) -> Option<ScreenId> {
+    pub fn follow(&self, at: ScreenId, key: &ActionKey) -> Option<ScreenId> {
         self.screens.get(at)?;
         self.moves(at).find(|(k, _)| *k == key).map(|(_, to)| to)
     }
 
     /// Whether `key` was tried on `at` and its outcome seen, and it is no move from there: it
     /// left the screen as it was.
-    pub fn led_nowhere(&self, at: ScreenId, key: &str) -> bool {
+    pub fn led_nowhere(&self, at: ScreenId, key: &ActionKey) -> bool {
         self.is_learned(at, key) && self.follow(at, key).is_none()
     }
 
     /// Whether `key` on `at` is a move learned from an outcome (not an untried back expected to
     /// lead to the screen's parent).
-    pub fn is_learned(&self, at: ScreenId, key: &str) -> bool {
+    pub fn is_learned(&self, at: ScreenId, key: &ActionKey) -> bool {
         self.screens
             .get(at)
             .is_some_and(|s| s.edges.contains_key(key))
     }
 
     /// Where the widget behind `key` was last seen on `screen`.
-    pub fn place(&self, screen: ScreenId, key: &str) -> Option<&Place> {
+    pub fn place(&self, screen: ScreenId, key: &ActionKey) -> Option<&Place> {
         self.screens.get(screen)?.places.get(key)
     }
 
     /// The known moves from a screen: each tried action that did not stall (see
-    /// [`Screen::stalled`]) to the other screen it led to most often, and an untried back to the
+    /// [`Node::stalled`]) to the other screen it led to most often, and an untried back to the
     /// screen this one was first reached from.
-    fn moves(&self, at: ScreenId) -> impl Iterator<Item = (&str, ScreenId)> + '_ {
+    fn moves(&self, at: ScreenId) -> impl Iterator<Item = (&ActionKey, ScreenId)> + '_ {
         let screen = &self.screens[at];
         let learned = screen
             .edges
@@ -651,59 +594,20 @@ impl Graph {
                     .iter()
                     .filter(|(&id, _)| id != at)
                     .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)))?;
-                Some((key.as_str(), *most_seen.0))
+                Some((key, *most_seen.0))
             });
         let back = screen
             .parent
-            .filter(|_| !screen.edges.contains_key(BACK))
-            .map(|parent| (BACK, parent));
+            .filter(|_| !screen.edges.contains_key(&BACK))
+            .map(|parent| (&BACK, parent));
         learned.chain(back)
     }
-}
-
-/// A digest of the actionable widgets' action keys, sorted; empty when there are none.
-fn widgets_of(observation: &Observation) -> String {
-    let mut keys: Vec<String> = controls(&observation.elements)
-        .map(|e| action_key(primary_action(e), &signature(e)))
-        .collect();
-    if keys.is_empty() {
-        return String::new();
-    }
-    keys.sort();
-    keys.dedup();
-    let mut hasher = Sha256::new();
-    for key in &keys {
-        hasher.update(key.as_bytes());
-        hasher.update([0]);
-    }
-    hasher.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// A text-free key of the hierarchy (classes and ids in document order), used when the
-/// observation carries no structure hash.
-fn structure_of(observation: &Observation) -> String {
-    let mut hasher = Sha256::new();
-    for element in &observation.elements {
-        hasher.update(element.depth.to_le_bytes());
-        hasher.update(element.class_name.as_bytes());
-        hasher.update([0]);
-        hasher.update(element.resource_id.as_bytes());
-        hasher.update([0]);
-    }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{ActionType, ScreenHash};
+    use crate::events::{ActionType, Observation, ScreenHash};
     use crate::ui::{Bounds, UiElement};
 
     pub fn screen(activity: &str, phash: &str, buttons: &[&str]) -> Observation {
@@ -734,17 +638,30 @@ mod tests {
     #[test]
     fn screens_are_the_same_activity_with_the_same_widgets() {
         let mut graph = Graph::new();
-        let a = graph.observe(&screen("Main", "ffff000000000000", &["A", "B"]));
-        let again = graph.observe(&screen("Main", "0000ffffffff0000", &["B", "A"]));
-        let close_but_other = graph.observe(&screen("Main", "ffff000000000001", &["C"]));
-        let other = graph.observe(&screen("Other", "ffff000000000000", &["A", "B"]));
+        let a = graph.observe(&Screen::of(&screen(
+            "Main",
+            "ffff000000000000",
+            &["A", "B"],
+        )));
+        let again = graph.observe(&Screen::of(&screen(
+            "Main",
+            "0000ffffffff0000",
+            &["B", "A"],
+        )));
+        let close_but_other =
+            graph.observe(&Screen::of(&screen("Main", "ffff000000000001", &["C"])));
+        let other = graph.observe(&Screen::of(&screen(
+            "Other",
+            "ffff000000000000",
+            &["A", "B"],
+        )));
         assert_eq!(a, again);
         assert_ne!(a, close_but_other);
         assert_ne!(a, other);
         assert_eq!(graph.visits(a), 2);
-        // Without actionable widgets (a secure screen, a splash), the perceptual hash decides.
-        let blank = graph.observe(&screen("Splash", "ffff000000000000", &[]));
-        let blank_again = graph.observe(&screen("Splash", "ffff00000000001f", &[]));
+        // Without actionable widgets (a secure screen, a splash), the layout decides.
+        let blank = graph.observe(&Screen::of(&screen("Splash", "ffff000000000000", &[])));
+        let blank_again = graph.observe(&Screen::of(&screen("Splash", "ffff00000000001f", &[])));
         assert_eq!(blank, blank_again);
     }
 
@@ -753,32 +670,32 @@ mod tests {
     }
 
     fn click(label: &str) -> ActionKey {
-        action_key(
+        ActionKey::on(
             ActionType::Click,
-            &format!("android.widget.Button|id/{label}||{label}"),
+            format!("android.widget.Button|id/{label}||{label}"),
         )
     }
 
     #[test]
     fn plan_walks_learned_edges_and_expected_backs_to_untried_actions() {
         let mut graph = Graph::new();
-        let home = graph.observe(&screen("Home", "0", &["Go", "Other"]));
+        let home = graph.observe(&Screen::of(&screen("Home", "0", &["Go", "Other"])));
         graph.set_launch(home);
-        let middle = graph.observe(&screen("Middle", "0", &["Next"]));
+        let middle = graph.observe(&Screen::of(&screen("Middle", "0", &["Next"])));
         graph.record_edge(home, &click("Go"), middle, false);
-        let far = graph.observe(&screen("Far", "0", &["X", "Y"]));
+        let far = graph.observe(&Screen::of(&screen("Far", "0", &["X", "Y"])));
         graph.record_edge(middle, &click("Next"), far, false);
-        graph.observe(&screen("Far", "0", &["X", "Y"]));
+        graph.observe(&Screen::of(&screen("Far", "0", &["X", "Y"])));
         graph.record_edge(far, &click("X"), far, false);
         // Far's own Y is the caller's business; Home's "Other" is two expected backs away.
         let plan = graph.plan(far, false, &none()).unwrap();
-        assert_eq!((plan.first, plan.goal), (Step::Action(BACK.into()), home));
+        assert_eq!((plan.first, plan.goal), (Step::Action(BACK.clone()), home));
         assert!((plan.value - graph.value_here(home, 1.0) / 3.0).abs() < 1e-9);
         // A relaunch reaches the launch screen in one step.
         let plan = graph.plan(far, true, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Step::Relaunch, home));
         // Once tried, back is what it was seen to do: here, nothing.
-        graph.record_edge(far, BACK, far, false);
+        graph.record_edge(far, &BACK, far, false);
         assert_eq!(graph.plan(far, false, &none()), None);
         graph.mark_tried(home, &click("Other"));
         assert_eq!(graph.plan(far, true, &none()), None);
@@ -787,10 +704,10 @@ mod tests {
     #[test]
     fn a_widget_untried_here_is_no_goal_elsewhere() {
         let mut graph = Graph::new();
-        let home = graph.observe(&screen("Home", "0", &["Search", "Go", "More"]));
-        let page = graph.observe(&screen("Page", "0", &["Search", "X"]));
+        let home = graph.observe(&Screen::of(&screen("Home", "0", &["Search", "Go", "More"])));
+        let page = graph.observe(&Screen::of(&screen("Page", "0", &["Search", "X"])));
         graph.record_edge(home, &click("Go"), page, false);
-        graph.observe(&screen("Page", "0", &["Search", "X"]));
+        graph.observe(&Screen::of(&screen("Page", "0", &["Search", "X"])));
         graph.record_edge(page, &click("X"), page, false);
         let search_here = BTreeSet::from([click("Search")]);
         let nothing = none();
@@ -807,14 +724,14 @@ mod tests {
     #[test]
     fn plan_lists_the_moves_after_its_first_with_where_each_is_taken() {
         let mut graph = Graph::new();
-        let home = graph.observe(&screen("Home", "0", &["Menu"]));
+        let home = graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));
         graph.set_launch(home);
-        let menu = graph.observe(&screen("Menu", "0", &["Settings"]));
+        let menu = graph.observe(&Screen::of(&screen("Menu", "0", &["Settings"])));
         graph.record_edge(home, &click("Menu"), menu, false);
-        let settings = graph.observe(&screen("Settings", "0", &["A", "B"]));
+        let settings = graph.observe(&Screen::of(&screen("Settings", "0", &["A", "B"])));
         graph.record_edge(menu, &click("Settings"), settings, false);
         graph.record_edge(settings, &click("A"), home, false);
-        graph.observe(&screen("Home", "0", &["Menu"]));
+        graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));
         let plan = graph.plan(home, false, &none()).unwrap();
         assert_eq!(
             (plan.first, plan.goal),
@@ -830,10 +747,10 @@ mod tests {
             (Bounds::from([0, 100, 100, 190]), "B")
         );
         // An untried back is expected to lead to the parent, but is no learned move.
-        assert_eq!(graph.follow(settings, BACK), Some(menu));
-        assert!(!graph.is_learned(settings, BACK));
+        assert_eq!(graph.follow(settings, &BACK), Some(menu));
+        assert!(!graph.is_learned(settings, &BACK));
         // A relaunch starts the path at the launch screen.
-        let elsewhere = graph.observe(&screen("Elsewhere", "0", &["Z"]));
+        let elsewhere = graph.observe(&Screen::of(&screen("Elsewhere", "0", &["Z"])));
         graph.mark_tried(elsewhere, &click("Z"));
         let plan = graph.plan(elsewhere, true, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Step::Relaunch, settings));
@@ -846,13 +763,13 @@ mod tests {
     #[test]
     fn a_route_that_stalled_is_no_move_until_the_app_restarts_unless_it_stalls_again() {
         let mut graph = Graph::new();
-        let page = graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
+        let page = graph.observe(&Screen::of(&screen("Page", "0", &["Open", "Toggle"])));
         graph.set_launch(page);
-        let dialog = graph.observe(&screen("Dialog", "0", &["A", "B"]));
+        let dialog = graph.observe(&Screen::of(&screen("Dialog", "0", &["A", "B"])));
         graph.record_edge(page, &click("Open"), dialog, false);
         graph.mark_tried(page, &click("Toggle"));
-        graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
-        graph.record_edge(dialog, BACK, page, false);
+        graph.observe(&Screen::of(&screen("Page", "0", &["Open", "Toggle"])));
+        graph.record_edge(dialog, &BACK, page, false);
         let to_dialog = Some((Step::Action(click("Open")), dialog));
         let route = |graph: &Graph| {
             graph
@@ -863,7 +780,7 @@ mod tests {
         // In another state of the app (a toggle flipped), Open does nothing, twice: no route
         // now, and not a move to the page itself either.
         for _ in 0..2 {
-            graph.observe(&screen("Page", "0", &["Open", "Toggle"]));
+            graph.observe(&Screen::of(&screen("Page", "0", &["Open", "Toggle"])));
             graph.record_edge(page, &click("Open"), page, false);
         }
         assert_eq!(route(&graph), None);
@@ -889,8 +806,16 @@ mod tests {
     fn a_widget_that_led_away_from_a_sibling_screen_promises_little() {
         let mut graph = Graph::new();
         let tabs = ["Home", "Cart", "Settings"];
-        let home = graph.observe(&screen("Main", "0", &[&tabs[..], &["Shoes"]].concat()));
-        let cart = graph.observe(&screen("Main", "0", &[&tabs[..], &["Checkout"]].concat()));
+        let home = graph.observe(&Screen::of(&screen(
+            "Main",
+            "0",
+            &[&tabs[..], &["Shoes"]].concat(),
+        )));
+        let cart = graph.observe(&Screen::of(&screen(
+            "Main",
+            "0",
+            &[&tabs[..], &["Checkout"]].concat(),
+        )));
         graph.record_edge(home, &click("Cart"), cart, false);
         assert_eq!(
             graph.promise(cart, &click("Shoes"), Rank::Text),
@@ -902,8 +827,12 @@ mod tests {
         );
         // Two dialogs sharing "OK" and "Cancel" are not siblings: an "OK" leads somewhere new
         // in each.
-        let rename = graph.observe(&screen("Dialog", "0", &["OK", "Cancel"]));
-        let lock = graph.observe(&screen("Dialog", "0", &["OK", "Cancel", "Help"]));
+        let rename = graph.observe(&Screen::of(&screen("Dialog", "0", &["OK", "Cancel"])));
+        let lock = graph.observe(&Screen::of(&screen(
+            "Dialog",
+            "0",
+            &["OK", "Cancel", "Help"],
+        )));
         graph.record_edge(rename, &click("OK"), home, false);
         assert_eq!(
             graph.promise(lock, &click("OK"), Rank::Text),
@@ -916,7 +845,11 @@ mod tests {
         let mut graph = Graph::new();
         let toolbar = ["Search", "Open", "More"];
         let page = |graph: &mut Graph, own: &str| {
-            graph.observe(&screen("Main", "0", &[&toolbar[..], &[own]].concat()))
+            graph.observe(&Screen::of(&screen(
+                "Main",
+                "0",
+                &[&toolbar[..], &[own]].concat(),
+            )))
         };
         let (text, checklist, drawing, list) = (
             page(&mut graph, "Body"),
@@ -924,7 +857,7 @@ mod tests {
             page(&mut graph, "Canvas"),
             page(&mut graph, "Rows"),
         );
-        let text_menu = graph.observe(&screen("Main", "0", &["Rename", "Print"]));
+        let text_menu = graph.observe(&Screen::of(&screen("Main", "0", &["Rename", "Print"])));
         graph.record_edge(text, &click("More"), text_menu, false);
         let more = |graph: &Graph, on| graph.promise(on, &click("More"), Rank::Text);
         assert_eq!(more(&graph, checklist), Rank::Text.promise() * SIBLING_ONCE);
@@ -932,7 +865,8 @@ mod tests {
         graph.record_edge(drawing, &click("More"), text_menu, false);
         assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_TRIED);
         // Another menu from another page: it depends on the page.
-        let checklist_menu = graph.observe(&screen("Main", "0", &["Sort", "Remove done"]));
+        let checklist_menu =
+            graph.observe(&Screen::of(&screen("Main", "0", &["Sort", "Remove done"])));
         graph.record_edge(checklist, &click("More"), checklist_menu, false);
         assert_eq!(more(&graph, list), Rank::Text.promise() * SIBLING_VARIES);
     }
@@ -942,14 +876,26 @@ mod tests {
         // Two rows of a list, then three: the home screen gains a whole-screen scroll, which
         // makes it share three actions with the page, a sibling from then on.
         let mut graph = Graph::new();
-        let home = graph.observe(&screen("Main", "0", &["T1", "T2", "Row", "Row"]));
-        let page = graph.observe(&screen("Main", "0", &["T1", "T2", "Item", "Item", "Item"]));
-        let elsewhere = graph.observe(&screen("Other", "0", &["Z"]));
+        let home = graph.observe(&Screen::of(&screen(
+            "Main",
+            "0",
+            &["T1", "T2", "Row", "Row"],
+        )));
+        let page = graph.observe(&Screen::of(&screen(
+            "Main",
+            "0",
+            &["T1", "T2", "Item", "Item", "Item"],
+        )));
+        let elsewhere = graph.observe(&Screen::of(&screen("Other", "0", &["Z"])));
         graph.record_edge(home, &click("T1"), elsewhere, false);
-        assert!(graph.offers(page, SCROLL) && !graph.offers(home, SCROLL));
+        assert!(graph.offers(page, &SCROLL) && !graph.offers(home, &SCROLL));
         assert_eq!(graph.promise(page, &click("T1"), Rank::Text), 1.0);
-        graph.observe(&screen("Main", "0", &["T1", "T2", "Row", "Row", "Row"]));
-        assert!(graph.offers(home, SCROLL));
+        graph.observe(&Screen::of(&screen(
+            "Main",
+            "0",
+            &["T1", "T2", "Row", "Row", "Row"],
+        )));
+        assert!(graph.offers(home, &SCROLL));
         assert_eq!(
             graph.promise(page, &click("T1"), Rank::Text),
             Rank::Text.promise() * SIBLING_ONCE
@@ -959,9 +905,9 @@ mod tests {
     #[test]
     fn a_guest_screen_promises_less_but_for_its_form() {
         let mut graph = Graph::new();
-        let picker = graph.observe(&screen("Picker", "0", &["Show roots", "SAVE"]));
+        let picker = graph.observe(&Screen::of(&screen("Picker", "0", &["Show roots", "SAVE"])));
         graph.mark_guest(picker);
-        let name = action_key(ActionType::Input, "android.widget.EditText|id/name||");
+        let name = ActionKey::on(ActionType::Input, "android.widget.EditText|id/name||");
         assert_eq!(
             graph.promise(picker, &click("Show roots"), Rank::Text),
             Rank::Text.promise() * GUEST
@@ -981,9 +927,13 @@ mod tests {
         // One layout for two dialogs (rename a note, create one): "OK" does what each asks.
         let mut graph = Graph::new();
         let form = ["Title", "Cancel", "OK"];
-        let rename = graph.observe(&screen("Main", "0", &form));
-        let create = graph.observe(&screen("Main", "0", &[&form[..], &["Checklist"]].concat()));
-        let renamed = graph.observe(&screen("Main", "0", &["Note"]));
+        let rename = graph.observe(&Screen::of(&screen("Main", "0", &form)));
+        let create = graph.observe(&Screen::of(&screen(
+            "Main",
+            "0",
+            &[&form[..], &["Checklist"]].concat(),
+        )));
+        let renamed = graph.observe(&Screen::of(&screen("Main", "0", &["Note"])));
         graph.record_edge(rename, &click("OK"), renamed, false);
         assert_eq!(
             graph.promise(create, &click("OK"), Rank::SubmitButton),
@@ -1008,24 +958,26 @@ mod tests {
                 ..observation.elements[0].clone()
             });
             let field = observation.elements.last().unwrap();
-            let key = action_key(ActionType::Input, &signature(field));
+            let key = ActionKey::on(ActionType::Input, crate::screen::signature(field));
             (observation, key)
         };
         let mut graph = Graph::new();
         let toolbar = ["Search", "New", "Open", "Menu"];
         let (empty, typing) = with_field("Editor", &toolbar);
-        let editor = graph.observe(&empty);
+        let editor = graph.observe(&Screen::of(&empty));
         assert!(graph.offers(editor, &typing));
-        let typed = graph.observe(&with_field("Editor", &[&toolbar[..], &["Undo"]].concat()).0);
+        let typed = graph.observe(&Screen::of(
+            &with_field("Editor", &[&toolbar[..], &["Undo"]].concat()).0,
+        ));
         graph.record_edge(editor, &typing, typed, false);
         assert_eq!(graph.value_here(editor, 1.0), UNSEEN_PRODUCTIVITY);
         // Typing into a search bar that shows results under the same toolbar is a discovery
         // as any other: the rows are more than another state's extra widgets.
         let bar = ["Back", "Clear", "Menu", "Voice"];
         let (search, typing) = with_field("Search", &bar);
-        let search = graph.observe(&search);
+        let search = graph.observe(&Screen::of(&search));
         let rows = [&bar[..], &["One", "Two", "Three", "Four"]].concat();
-        let results = graph.observe(&with_field("Search", &rows).0);
+        let results = graph.observe(&Screen::of(&with_field("Search", &rows).0));
         graph.record_edge(search, &typing, results, false);
         assert!(graph.value_here(search, 1.0) > UNSEEN_PRODUCTIVITY);
     }
@@ -1033,13 +985,13 @@ mod tests {
     #[test]
     fn productivity_falls_as_tried_actions_show_nothing_new() {
         let mut graph = Graph::new();
-        let list = graph.observe(&screen("List", "0", &["A", "B", "C"]));
+        let list = graph.observe(&Screen::of(&screen("List", "0", &["A", "B", "C"])));
         let fresh = graph.value_here(list, 1.0);
         assert_eq!(fresh, UNSEEN_PRODUCTIVITY);
-        graph.observe(&screen("List", "0", &["A", "B", "C"]));
+        graph.observe(&Screen::of(&screen("List", "0", &["A", "B", "C"])));
         graph.record_edge(list, &click("A"), list, false);
         let after_nothing = graph.value_here(list, 1.0);
-        let detail = graph.observe(&screen("Detail", "0", &["D"]));
+        let detail = graph.observe(&Screen::of(&screen("Detail", "0", &["D"])));
         graph.record_edge(list, &click("B"), detail, false);
         assert!(after_nothing < fresh);
         assert!(graph.value_here(list, 1.0) > after_nothing);
@@ -1050,9 +1002,9 @@ mod tests {
         // A dialog whose "OK" showed the home screen again, in a state not explored yet or not.
         let after_ok = |renewed: bool| {
             let mut graph = Graph::new();
-            let home = graph.observe(&screen("Main", "0", &["New", "Menu"]));
-            let dialog = graph.observe(&screen("Dialog", "0", &["OK", "Cancel"]));
-            graph.observe(&screen("Main", "0", &["New", "Menu"]));
+            let home = graph.observe(&Screen::of(&screen("Main", "0", &["New", "Menu"])));
+            let dialog = graph.observe(&Screen::of(&screen("Dialog", "0", &["OK", "Cancel"])));
+            graph.observe(&Screen::of(&screen("Main", "0", &["New", "Menu"])));
             graph.record_edge(dialog, &click("OK"), home, renewed);
             (graph, dialog)
         };

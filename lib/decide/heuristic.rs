@@ -15,25 +15,26 @@
 //! screen is untried and they show other text. A path's learned moves are walked in one decision,
 //! with the goal's untried click (see [`Walk`]). When nothing untried is known: back, then
 //! relaunch. The same seed and the same observations give the same decisions.
+//!
+//! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
+//! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
+//! anyone else (a model, an external program) is taken in by [`Heuristic::learn_decision`]. A
+//! stage resuming a recorded run runs exactly these, in the order the run went.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
-use super::graph::{
-    action_key, ActionKey, Graph, Place, Plan, ScreenId, Step, BACK, SCROLL, UNSEEN_PRODUCTIVITY,
-};
-use super::response::MAX_ACTIONS;
-use super::widgets::{
-    bounding_box, controls, describe, is_actionable, is_submit, label_in, primary_action, rank,
-    shape, signature, Rank,
-};
+use super::graph::{Graph, Place, Plan, ScreenId, Step, UNSEEN_PRODUCTIVITY};
 use super::Credentials;
-use crate::events::{Action, ActionType, Decision, Observation};
-use crate::ui::UiElement;
+use crate::events::{Action, ActionType, Decision};
+use crate::screen::{
+    bounding_box, controls, describe_action, is_submit, label_in, shape, target_of, ActionKey,
+    Rank, Screen, Widget, BACK, SCROLL,
+};
+use crate::ui::{is_actionable, UiElement};
 
 /// Consecutive decisions outside the app before a relaunch instead of another back.
 const BACKS_BEFORE_RELAUNCH: u32 = 1;
@@ -64,24 +65,39 @@ pub struct Choice {
     pub relaunch: Option<String>,
     /// Why, for a note (`relaunch`, leaving a foreign app, ...).
     pub note: Option<String>,
-    /// The last actions walk on along a known path, past screens not observed (see
-    /// [`Heuristic::learn_walk`]).
-    pub walk: Option<Walk>,
+    /// What taking this choice commits the heuristic to (see [`Heuristic::learn_choice`]).
+    commits: Commits,
 }
 
-/// The decision field holding a choice's [`Walk`].
-pub const WALK_FIELD: &str = "walk";
+/// What a choice commits the heuristic to, beyond its actions.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Commits {
+    /// The last actions walk on along a known path, past screens not observed.
+    walk: Option<Walk>,
+    /// The fields these actions fill on the screen decided on.
+    fills: Vec<ActionKey>,
+    /// The form's submit buttons, to try again: these actions change one of its options.
+    resubmit: Vec<ActionKey>,
+    /// The form option these actions click, on the form filled or as found.
+    option: Option<OptionTry>,
+    /// Nothing was left: dead routes get another chance after the relaunch.
+    revive: bool,
+}
 
 impl Choice {
-    /// The decision for this choice (run, step, time and decider left to the caller): its walk
-    /// goes in the field [`WALK_FIELD`], which a replay from crawler.db learns from, and its
-    /// relaunch in the decision's `relaunch`, which droid-act carries out.
+    fn new(actions: Vec<Action>) -> Choice {
+        Choice {
+            actions,
+            relaunch: None,
+            note: None,
+            commits: Commits::default(),
+        }
+    }
+
+    /// The decision for this choice (run, step, time and decider left to the caller): its
+    /// relaunch goes in the decision's `relaunch`, which droid-act carries out.
     pub fn to_decision(&self) -> Decision {
         let mut decision = Decision::new(self.actions.clone());
-        if let Some(walk) = &self.walk {
-            let walk = serde_json::to_value(walk).expect("a walk is plain data");
-            decision.extra.insert(WALK_FIELD.into(), walk);
-        }
         decision.relaunch = self.relaunch.clone();
         decision
     }
@@ -89,18 +105,17 @@ impl Choice {
 
 /// Moves along a known path taken blind in the same decision as its first move, and the
 /// goal's untried action at its end: their actions are the decision's last.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Walk {
+#[derive(Debug, Clone, PartialEq)]
+struct Walk {
     /// Learned moves (taps on where their widgets were seen, backs), in order.
-    pub moves: Vec<ActionKey>,
+    moves: Vec<ActionKey>,
     /// The untried action taken on the path's goal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub then: Option<ActionKey>,
+    then: Option<ActionKey>,
 }
 
 impl Walk {
     /// The decision's actions it accounts for.
-    pub fn actions(&self) -> usize {
+    fn actions(&self) -> usize {
         self.moves.len() + usize::from(self.then.is_some())
     }
 }
@@ -112,14 +127,15 @@ pub struct Heuristic {
     credentials: Credentials,
     package: Option<String>,
     allowed_packages: Vec<String>,
-    /// The last action taken, on which screen: its edge is learned from the next observation.
-    pending: Option<(ScreenId, ActionKey)>,
-    /// The moves a walk took blind before the pending action, each with the screen it was
-    /// expected on (see [`Heuristic::learn_walk`]); and whether the pending action is the goal's
-    /// untried one.
-    walked: Vec<(ScreenId, ActionKey)>,
+    /// The actions of the last decision, by position, each with the screen it was meant for
+    /// (a walk's moves are meant for the screens it expects to pass, see
+    /// [`Heuristic::learn_walk`]): the next observation is the outcome of one of them (see
+    /// [`crate::screen::outcome`]).
+    taken: Vec<(usize, ScreenId, ActionKey)>,
+    /// The last of them is a walk goal's untried action.
     walked_to_untried: bool,
     current: Option<ScreenId>,
+    /// Consecutive observations of another app.
     foreign_steps: u32,
     /// Times each field was filled, per screen.
     fills: HashMap<(ScreenId, ActionKey), u32>,
@@ -162,6 +178,7 @@ struct Local {
 }
 
 /// How a form option is clicked (see [`Heuristic::option_as_found`]).
+#[derive(Debug, Clone, PartialEq)]
 enum OptionTry {
     Filled(ActionKey),
     AsFound(ActionKey),
@@ -175,8 +192,7 @@ impl Heuristic {
             credentials,
             package: None,
             allowed_packages: Vec::new(),
-            pending: None,
-            walked: Vec::new(),
+            taken: Vec::new(),
             walked_to_untried: false,
             current: None,
             foreign_steps: 0,
@@ -202,31 +218,43 @@ impl Heuristic {
         &self.graph
     }
 
+    /// Whether the screen shows an app the exploration should not be in.
+    fn is_foreign(&self, shown: &Screen) -> bool {
+        match (&self.package, &shown.observation().package) {
+            (Some(app), Some(package)) => {
+                package != app && !self.allowed_packages.contains(package)
+            }
+            _ => false,
+        }
+    }
+
     /// Takes in an observation: identifies its screen, notes the text its fields show and
     /// learns the edge of the last action. A known screen whose field shows text of the app's
     /// own new to it (an empty note where a written one was seen, the same save dialog for
     /// another file) is in a state not explored yet: the action that showed it counts as one
-    /// that showed a new screen, and the form's submits are worth trying again.
-    pub fn observe(&mut self, observation: &Observation) -> ScreenId {
-        let screen = self.graph.observe(observation);
-        let form = Form::of(&observation.elements);
-        self.renewed = self.note_prefills(screen, &form);
+    /// that showed a new screen, and the form's submits are worth trying again. A screen of
+    /// another app is marked so no path aims at it; fields this screen will not fill are marked
+    /// tried, so a field left empty here does not make a goal of it elsewhere.
+    pub fn observe(&mut self, shown: &Screen) -> ScreenId {
+        let screen = self.graph.observe(shown);
+        self.renewed = self.note_prefills(screen, shown);
         let renewed = !self.renewed.is_empty();
-        let walked = std::mem::take(&mut self.walked);
-        if let Some((from, key)) = self.pending.take() {
-            // Back on a screen the walk passed: the move from there went nowhere (a link dead
-            // in this state of the app), and the actions after it were not taken where meant.
-            match walked.into_iter().find(|(at, _)| *at == screen) {
-                Some((at, stalled)) => {
-                    self.graph.record_edge(at, &stalled, screen, renewed);
-                    if self.walked_to_untried {
-                        self.graph.mark_untried(from, &key);
+        let taken = std::mem::take(&mut self.taken);
+        if let Some(((_, from, key), stalled)) = crate::screen::outcome(&taken, |t| &t.1, &screen) {
+            let (from, key) = (*from, key.clone());
+            self.graph.record_edge(from, &key, screen, renewed);
+            match stalled {
+                // Back on a screen the walk passed: the move from there went nowhere (a link
+                // dead in this state of the app), and the actions after it were not taken where
+                // meant.
+                true => {
+                    if let Some((_, at, last)) = taken.last().filter(|_| self.walked_to_untried) {
+                        self.graph.mark_untried(*at, last);
                     }
                 }
-                None => {
-                    self.graph.record_edge(from, &key, screen, renewed);
-                    // Until then, the form stays worth coming back to, a bounded number of
-                    // times (see [`MAX_RETRIES`]).
+                // Until then, the form stays worth coming back to, a bounded number of times
+                // (see [`MAX_RETRIES`]).
+                false => {
                     if self.owes_as_found(from, &key) {
                         self.retry(from, key);
                     }
@@ -234,12 +262,29 @@ impl Heuristic {
             }
         }
         if renewed {
-            self.retry_submits(screen, form.submits());
+            self.retry_submits(screen, shown.submits());
         }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
             self.graph.set_launch(screen);
         }
         self.current = Some(screen);
+        if self.is_foreign(shown) {
+            self.graph.mark_outside(screen);
+            self.foreign_steps += 1;
+            return screen;
+        }
+        self.foreign_steps = 0;
+        if self.package.is_some() && shown.observation().package != self.package {
+            self.graph.mark_guest(screen);
+        }
+        let untried_control = self
+            .untried_widgets(shown, screen)
+            .iter()
+            .any(|w| w.control);
+        let (_, _, passed) = self.fields_to_fill(screen, shown, untried_control);
+        for key in passed {
+            self.graph.mark_tried(screen, &key);
+        }
         screen
     }
 
@@ -247,115 +292,147 @@ impl Heuristic {
     /// shows the launch screen, and no action's edge leads there.
     pub fn learn_relaunch(&mut self) {
         self.relaunching = true;
+        self.foreign_steps = 0;
         self.graph.app_restarted();
-        self.pending = None;
+        self.taken.clear();
     }
 
-    /// Learns that an action (chosen by anyone: this heuristic, a model, an external program)
-    /// was executed on the current screen.
-    pub fn learn_action(&mut self, observation: &Observation, action: &Action) {
+    /// Learns that the action at `index` of the last decision failed: it was not taken.
+    pub fn learn_failure(&mut self, index: usize) {
+        self.taken.retain(|&(at, _, _)| at != index);
+    }
+
+    /// Learns that the action at `index` of a decision (chosen by anyone: this heuristic, a
+    /// model, an external program) was taken on the current screen.
+    fn learn_action(&mut self, shown: &Screen, index: usize, action: &Action) {
         let Some(screen) = self.current else { return };
-        let whole_screen = action.ref_id.is_none() && action.target_bounding_box.is_none();
-        let key = match action.action {
-            ActionType::Back => BACK.to_string(),
-            ActionType::ScrollDown if whole_screen => SCROLL.to_string(),
-            kind => match target_element(observation, action) {
-                Some(element) => action_key(kind, &signature(element)),
-                None => return,
-            },
+        let Some(key) = shown.key_of(action) else {
+            return;
         };
         self.graph.mark_tried(screen, &key);
-        self.pending = Some((screen, key));
+        self.taken.push((index, screen, key));
     }
 
-    /// Learns an executed input as if this heuristic had filled the field (a one-shot decider
-    /// replaying its run from crawler.db): the text counts as typed and the fill is counted.
-    pub fn learn_fill(&mut self, observation: &Observation, action: &Action) {
+    /// Learns a text typed into a field of the current screen: it counts as typed, and the
+    /// fill is counted.
+    fn learn_fill(&mut self, shown: &Screen, action: &Action) {
         let (Some(screen), Some(text)) = (self.current, action.input_text.as_ref()) else {
             return;
         };
-        let Some(element) = target_element(observation, action) else {
+        let Some(element) = target_of(shown.observation(), action) else {
             return;
         };
         self.typed.insert(text.clone());
-        let key = action_key(ActionType::Input, &signature(element));
-        *self.fills.entry((screen, key)).or_default() += 1;
+        *self
+            .fills
+            .entry((screen, ActionKey::of(element)))
+            .or_default() += 1;
     }
 
-    /// Learns a walk taken after the pending action (this heuristic's, or one replayed from a
-    /// recorded decision): the screens it passed are taken to be those the graph knows, so the
-    /// next observation is the outcome of its last action on the screen it expected there, unless
-    /// it shows one of the screens passed, where the move taken then must have stalled.
-    pub fn learn_walk(&mut self, walk: &Walk) {
-        let Some((mut at, mut key)) = self.pending.take() else {
-            return;
-        };
-        let mut walked = Vec::new();
-        for next in walk.moves.iter().chain(&walk.then) {
-            let Some(to) = self.graph.follow(at, &key) else {
-                return;
-            };
-            walked.push((at, key));
-            (at, key) = (to, next.clone());
+    /// Takes in a decision made by anyone else (a model, an external program) on the current
+    /// screen: its inputs count as fills, its actions as tried, its relaunch as a restart.
+    pub fn learn_decision(&mut self, shown: &Screen, decision: &Decision) {
+        self.walked_to_untried = false;
+        for (index, action) in decision.actions.iter().enumerate() {
+            if action.action == ActionType::Input {
+                self.learn_fill(shown, action);
+            }
+            self.learn_action(shown, index, action);
         }
-        self.walked = walked;
-        self.walked_to_untried = walk.then.is_some();
-        self.graph.mark_tried(at, &key);
-        self.current = Some(at);
-        self.pending = Some((at, key));
-    }
-
-    /// Observes and decides.
-    pub fn decide(&mut self, observation: &Observation) -> Choice {
-        self.observe(observation);
-        self.next(observation)
-    }
-
-    /// Decides for an observation already taken in with [`Heuristic::observe`].
-    pub fn next(&mut self, observation: &Observation) -> Choice {
-        let screen = match self.current {
-            Some(screen) => screen,
-            None => self.observe(observation),
-        };
-        let choice = self.choose(observation, screen);
-        let walked = choice.walk.as_ref().map_or(0, Walk::actions);
-        for action in &choice.actions[..choice.actions.len() - walked] {
-            self.learn_action(observation, action);
+        if decision.relaunch.is_some() {
+            self.learn_relaunch();
         }
-        if let Some(walk) = &choice.walk {
-            self.learn_walk(walk);
+    }
+
+    /// Takes in this heuristic's own choice for the current screen (see [`Heuristic::choose`]):
+    /// the texts it types, the fills, retries and form options it commits to, its actions and
+    /// walk, and its relaunch.
+    pub fn learn_choice(&mut self, shown: &Screen, choice: &Choice) {
+        let Some(screen) = self.current else { return };
+        let commits = &choice.commits;
+        for text in choice.actions.iter().filter_map(|a| a.input_text.as_ref()) {
+            self.typed.insert(text.clone());
+        }
+        for key in &commits.fills {
+            *self.fills.entry((screen, key.clone())).or_default() += 1;
+        }
+        self.retry_submits(screen, commits.resubmit.clone());
+        match &commits.option {
+            Some(OptionTry::Filled(key)) => self.options_filled.insert((screen, key.clone())),
+            Some(OptionTry::AsFound(key)) => self.as_found.insert((screen, key.clone())),
+            None => false,
+        };
+        if commits.revive {
+            self.graph.revive_dead();
+        }
+        let walked = commits.walk.as_ref().map_or(0, Walk::actions);
+        let first_walked = choice.actions.len() - walked;
+        self.walked_to_untried = false;
+        for (index, action) in choice.actions[..first_walked].iter().enumerate() {
+            self.learn_action(shown, index, action);
+        }
+        if let Some(walk) = &commits.walk {
+            self.learn_walk(walk, first_walked);
         }
         if choice.relaunch.is_some() {
             self.learn_relaunch();
         }
+    }
+
+    /// Learns a walk taken after the pending action: the screens it passed are taken to be
+    /// those the graph knows, so the next observation is the outcome of its last action on the
+    /// screen it expected there, unless it shows one of the screens passed, where the move taken
+    /// then must have stalled.
+    fn learn_walk(&mut self, walk: &Walk, first: usize) {
+        let Some((_, mut at, mut key)) = self.taken.last().cloned() else {
+            return;
+        };
+        for (index, next) in (first..).zip(walk.moves.iter().chain(&walk.then)) {
+            let Some(to) = self.graph.follow(at, &key) else {
+                // Off the known path: no outcome to learn.
+                self.taken.clear();
+                return;
+            };
+            (at, key) = (to, next.clone());
+            self.taken.push((index, at, key.clone()));
+        }
+        self.walked_to_untried = walk.then.is_some();
+        self.graph.mark_tried(at, &key);
+        self.current = Some(at);
+    }
+
+    /// Observes, chooses and takes the choice in.
+    pub fn decide(&mut self, shown: &Screen) -> Choice {
+        self.observe(shown);
+        let choice = self.choose(shown);
+        self.learn_choice(shown, &choice);
         choice
     }
 
-    fn choose(&mut self, observation: &Observation, screen: ScreenId) -> Choice {
-        let foreign = match (&self.package, &observation.package) {
-            (Some(app), Some(shown)) => shown != app && !self.allowed_packages.contains(shown),
-            _ => false,
+    /// Chooses for a screen taken in with [`Heuristic::observe`]. Changes nothing but the
+    /// tie-break generator: what the choice commits to is learned by
+    /// [`Heuristic::learn_choice`].
+    pub fn choose(&mut self, shown: &Screen) -> Choice {
+        let Some(screen) = self.current else {
+            return back("nothing observed yet".into());
         };
-        if foreign {
-            self.graph.mark_outside(screen);
-            self.foreign_steps += 1;
+        if self.is_foreign(shown) {
             return if self.foreign_steps > BACKS_BEFORE_RELAUNCH {
-                self.foreign_steps = 0;
                 self.relaunch("still outside the app after going back")
             } else {
                 back(format!(
                     "{} is outside the app under test",
-                    observation.package.as_deref().unwrap_or("this package")
+                    shown
+                        .observation()
+                        .package
+                        .as_deref()
+                        .unwrap_or("this package")
                 ))
             };
         }
-        self.foreign_steps = 0;
-        if self.package.is_some() && observation.package != self.package {
-            self.graph.mark_guest(screen);
-        }
-        let local = self.untried_here(observation, screen);
+        let local = self.untried_here(shown, screen);
         let here = local.as_ref().map(|local| self.value_here(screen, local));
-        let shown_untried = self.shown_untried(observation, screen);
+        let shown_untried = self.shown_untried(shown, screen);
         let plan = self
             .graph
             .plan(screen, self.package.is_some(), &shown_untried);
@@ -365,47 +442,38 @@ impl Heuristic {
                     return self.relaunch("the launch screen leads to untried actions")
                 }
                 Step::Action(key) => {
-                    if let Some(mut actions) = self.replay(observation, &key) {
+                    if let Some(mut actions) = self.replay(shown, &key) {
                         let walk = match self.graph.is_learned(screen, &key) {
-                            true => self.walk(&plan, MAX_ACTIONS.saturating_sub(actions.len())),
+                            true => {
+                                let room = Decision::MAX_ACTIONS.saturating_sub(actions.len());
+                                self.walk(&plan, room)
+                            }
                             false => None,
                         };
                         let walk = walk.map(|(walk, taken)| {
                             actions.extend(taken);
                             walk
                         });
-                        return Choice {
-                            actions,
-                            relaunch: None,
-                            note: None,
-                            walk,
-                        };
+                        let mut choice = Choice::new(actions);
+                        choice.commits.walk = walk;
+                        return choice;
                     }
                 }
             }
         }
         if let Some(local) = local {
-            for key in local.fills {
-                *self.fills.entry((screen, key)).or_default() += 1;
-            }
-            self.retry_submits(screen, local.resubmit);
-            match local.option {
-                Some(OptionTry::Filled(key)) => self.options_filled.insert((screen, key)),
-                Some(OptionTry::AsFound(key)) => self.as_found.insert((screen, key)),
-                None => false,
-            };
-            return Choice {
-                actions: local.actions,
-                relaunch: None,
-                note: None,
-                walk: None,
-            };
+            let mut choice = Choice::new(local.actions);
+            choice.commits.fills = local.fills;
+            choice.commits.resubmit = local.resubmit;
+            choice.commits.option = local.option;
+            return choice;
         }
-        if !self.graph.is_tried(screen, BACK) {
+        if !self.graph.is_tried(screen, &BACK) {
             return back("every action here is explored and no known path leads further".into());
         }
-        self.graph.revive_dead();
-        self.relaunch("nothing left to explore from here")
+        let mut choice = self.relaunch("nothing left to explore from here");
+        choice.commits.revive = true;
+        choice
     }
 
     /// What the best untried actions here are worth. A screen in a state not explored yet
@@ -437,21 +505,24 @@ impl Heuristic {
 
     /// Notes the text of the app's own each field shows, and returns the fields showing text
     /// they did not show before on this screen.
-    fn note_prefills(&mut self, screen: ScreenId, form: &Form) -> HashSet<u32> {
-        form.fields()
+    fn note_prefills(&mut self, screen: ScreenId, shown: &Screen) -> HashSet<u32> {
+        shown
+            .fields()
             .filter(|field| self.shows_new_prefill(screen, field))
-            .map(|field| field.element_id)
+            .map(|field| field.element.element_id)
             .collect()
     }
 
     /// Whether a field shows text of the app's own that it did not show before on this screen.
-    fn shows_new_prefill(&mut self, screen: ScreenId, field: &UiElement) -> bool {
-        let text = field.text.trim();
-        if text.is_empty() || self.shows_typed_text(field) {
+    fn shows_new_prefill(&mut self, screen: ScreenId, field: &Widget) -> bool {
+        let text = field.element.text.trim();
+        if text.is_empty() || self.shows_typed_text(field.element) {
             return false;
         }
-        let key = action_key(ActionType::Input, &signature(field));
-        let shown = self.prefills.entry((screen, key)).or_default();
+        let shown = self
+            .prefills
+            .entry((screen, field.key.clone()))
+            .or_default();
         let new = !shown.is_empty() && !shown.contains(text);
         shown.insert(text.to_string());
         new
@@ -462,21 +533,37 @@ impl Heuristic {
         let mut home = Action::new(ActionType::Home);
         home.action_desc = Some(format!("relaunch {package}"));
         home.reasoning = Some(why.to_string());
-        Choice {
-            actions: vec![home],
-            relaunch: Some(package),
-            note: Some(format!("relaunch: {why}")),
-            walk: None,
-        }
+        let mut choice = Choice::new(vec![home]);
+        choice.relaunch = Some(package);
+        choice.note = Some(format!("relaunch: {why}"));
+        choice
     }
 
-    /// The actions shown untried on this screen, which no goal elsewhere is judged by. Taken
-    /// after [`Heuristic::untried_here`], which marks tried the fields it will not fill: a
-    /// field left empty here must not stop a form elsewhere from being a goal.
-    fn shown_untried(&self, observation: &Observation, screen: ScreenId) -> BTreeSet<ActionKey> {
-        controls(&observation.elements)
-            .map(|e| action_key(primary_action(e), &signature(e)))
+    /// The actions shown untried on this screen, which no goal elsewhere is judged by (fields
+    /// this screen will not fill were marked tried when it was observed: a field left empty
+    /// here must not stop a form elsewhere from being a goal).
+    fn shown_untried(&self, shown: &Screen, screen: ScreenId) -> BTreeSet<ActionKey> {
+        controls(shown.elements())
+            .map(ActionKey::of)
             .filter(|key| !self.graph.is_tried(screen, key))
+            .collect()
+    }
+
+    /// The widgets but fields not tried on this screen, but for an option owed a try as
+    /// found and already chosen on this form: it does nothing when clicked, and waits for the
+    /// form as found.
+    fn untried_widgets<'w, 'o>(
+        &self,
+        shown: &'w Screen<'o>,
+        screen: ScreenId,
+    ) -> Vec<&'w Widget<'o>> {
+        shown
+            .widgets()
+            .iter()
+            .filter(|w| {
+                let waits = w.element.checked && self.owes_as_found(screen, &w.key);
+                !w.is_field() && !self.graph.is_tried(screen, &w.key) && !waits
+            })
             .collect()
     }
 
@@ -485,46 +572,35 @@ impl Heuristic {
     /// toggles, are untried, up to [`MAX_FILLS`] times), in one batch with the next widget when
     /// that is a form control: typing into a search bar may itself lead elsewhere, and another
     /// click would land on the wrong screen.
-    fn untried_here(&mut self, observation: &Observation, screen: ScreenId) -> Option<Local> {
-        let elements = &observation.elements;
-        let form = Form::of(elements);
-        let actionable = &form.actionable;
-        let has_form = form.first_field.is_some();
-        let renewed = self.renewed.clone();
-        // An option owed a try as found and already chosen on this form does nothing when
-        // clicked: it waits for the form as found.
-        let waits = |e: &UiElement, key: &str| e.checked && self.owes_as_found(screen, key);
-        let widgets: Vec<&UiElement> = actionable
-            .iter()
-            .filter(|e| !e.editable)
-            .filter(|e| {
-                let key = action_key(primary_action(e), &signature(e));
-                !self.graph.is_tried(screen, &key) && !waits(e, &key)
-            })
-            .copied()
-            .collect();
-        let untried_control = widgets.iter().any(|e| form.is_control(e));
-        let (fields, refills) = self.fields_to_fill(screen, actionable, untried_control, &renewed);
-        if let Some(option) = self.option_as_found(screen, &form, &fields, &renewed) {
-            let kind = primary_action(option);
+    fn untried_here(&mut self, shown: &Screen, screen: ScreenId) -> Option<Local> {
+        let elements = shown.elements();
+        let widgets = self.untried_widgets(shown, screen);
+        let untried_control = widgets.iter().any(|w| w.control);
+        let (fields, refills, _) = self.fields_to_fill(screen, shown, untried_control);
+        if let Some(option) = self.option_as_found(screen, shown, &fields) {
             let why = "tried on the form filled, now on the form as found";
             return Some(Local {
-                actions: vec![act_on(elements, option, kind, why)],
+                actions: vec![act_on(
+                    elements,
+                    option.element,
+                    option.key.kind.clone(),
+                    why,
+                )],
                 promise: Rank::Toggle.promise(),
                 fills: Vec::new(),
                 resubmit: Vec::new(),
                 renewed: false,
-                option: Some(OptionTry::AsFound(action_key(kind, &signature(option)))),
+                option: Some(OptionTry::AsFound(option.key.clone())),
             });
         }
         let candidates = match fields.is_empty() || !untried_control {
             true => widgets,
-            false => widgets.into_iter().filter(|e| form.is_control(e)).collect(),
+            false => widgets.into_iter().filter(|w| w.control).collect(),
         };
-        let next = self.best(screen, elements, candidates, has_form);
+        let next = self.best(screen, elements, candidates);
         // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
-        let scroll = self.graph.offers(screen, SCROLL) && !self.graph.is_tried(screen, SCROLL);
-        let scroll_promise = self.graph.promise(screen, SCROLL, Rank::ScreenScroll);
+        let scroll = self.graph.offers(screen, &SCROLL) && !self.graph.is_tried(screen, &SCROLL);
+        let scroll_promise = self.graph.promise(screen, &SCROLL, Rank::ScreenScroll);
         if fields.is_empty() && scroll && next.is_none_or(|(_, p)| p < scroll_promise) {
             return Some(Local {
                 actions: vec![scroll_down("rows further down this list")],
@@ -553,20 +629,25 @@ impl Heuristic {
         let mut resubmit = Vec::new();
         let mut option = None;
         match next {
-            Some((widget, _)) if actions.is_empty() || form.is_control(widget) => {
+            Some((widget, _)) if actions.is_empty() || widget.control => {
                 let why = "untried on this screen";
-                actions.push(act_on(elements, widget, primary_action(widget), why));
+                actions.push(act_on(
+                    elements,
+                    widget.element,
+                    widget.key.kind.clone(),
+                    why,
+                ));
                 // A changed option makes the form's submit worth trying again.
-                if widget.checkable && form.is_control(widget) {
-                    resubmit = form.submits();
+                if widget.element.checkable && widget.control {
+                    resubmit = shown.submits();
                     if !fields.is_empty() {
-                        let key = action_key(primary_action(widget), &signature(widget));
-                        option = Some(OptionTry::Filled(key));
+                        option = Some(OptionTry::Filled(widget.key.clone()));
                     }
                 }
             }
             _ => {}
         }
+        let renewed = &self.renewed;
         Some(Local {
             actions,
             promise,
@@ -581,15 +662,14 @@ impl Heuristic {
     /// radio button) tried so far only with the form filled, to click once before filling:
     /// what an option does can depend on what the form holds (a checklist needs no title).
     /// Until then the option counts as untried, so the form is worth coming back to.
-    fn option_as_found<'a>(
+    fn option_as_found<'s, 'o>(
         &self,
         screen: ScreenId,
-        form: &Form<'a>,
+        shown: &'s Screen<'o>,
         fields: &Fields,
-        renewed: &HashSet<u32>,
-    ) -> Option<&'a UiElement> {
+    ) -> Option<&'s Widget<'o>> {
         let filled_before = |(field, key): &(&UiElement, ActionKey)| {
-            !renewed.contains(&field.element_id)
+            !self.renewed.contains(&field.element_id)
                 && self
                     .fills
                     .get(&(screen, key.clone()))
@@ -598,81 +678,80 @@ impl Heuristic {
         if fields.is_empty() || !fields.iter().all(filled_before) {
             return None;
         }
-        form.actionable.iter().copied().find(|e| {
-            let key = action_key(primary_action(e), &signature(e));
-            e.checkable && !e.checked && form.is_control(e) && self.owes_as_found(screen, &key)
+        shown.widgets().iter().find(|w| {
+            w.element.checkable
+                && !w.element.checked
+                && w.control
+                && self.owes_as_found(screen, &w.key)
         })
     }
 
     /// Whether the form option `key` was clicked on the form filled and not yet as found.
-    fn owes_as_found(&self, screen: ScreenId, key: &str) -> bool {
-        let option = (screen, key.to_string());
+    fn owes_as_found(&self, screen: ScreenId, key: &ActionKey) -> bool {
+        let option = (screen, key.clone());
         self.options_filled.contains(&option) && !self.as_found.contains(&option)
     }
 
-    /// The editable fields to fill now, and those to fill again only when nothing else on the
-    /// screen is untried: filled here before, showing text this heuristic did not type, fewer
-    /// than [`MAX_FILLS`] times.
-    fn fields_to_fill<'a>(
-        &mut self,
+    /// The editable fields to fill now, those to fill again only when nothing else on the
+    /// screen is untried (filled here before, showing text this heuristic did not type, fewer
+    /// than [`MAX_FILLS`] times), and those this visit passes over (to be marked tried).
+    fn fields_to_fill<'o>(
+        &self,
         screen: ScreenId,
-        actionable: &[&'a UiElement],
+        shown: &Screen<'o>,
         untried_control: bool,
-        renewed: &HashSet<u32>,
-    ) -> (Fields<'a>, Fields<'a>) {
-        let (mut fields, mut refills) = (Vec::new(), Vec::new());
-        for &field in actionable.iter().filter(|e| e.editable) {
-            let key = action_key(ActionType::Input, &signature(field));
+    ) -> (Fields<'o>, Fields<'o>, Vec<ActionKey>) {
+        let (mut fields, mut refills, mut passed) = (Vec::new(), Vec::new(), Vec::new());
+        for field in shown.fields() {
+            let key = field.key.clone();
             let fills = self.fills.get(&(screen, key.clone())).copied().unwrap_or(0);
-            let typed = self.shows_typed_text(field);
+            let typed = self.shows_typed_text(field.element);
             // Filling again on a later visit only helps a form with controls left to try, or
             // a field showing text new to this screen (the screen is in another state).
-            let again = untried_control || renewed.contains(&field.element_id);
+            let again = untried_control || self.renewed.contains(&field.element.element_id);
             let worth = fills == 0 || (fills < MAX_FILLS && again);
-            let room = fields.len() + 1 < MAX_ACTIONS;
+            let room = fields.len() + 1 < Decision::MAX_ACTIONS;
             if !typed && worth && room {
-                fields.push((field, key));
+                fields.push((field.element, key));
                 continue;
             }
-            if !typed && fills < MAX_FILLS && refills.len() < MAX_ACTIONS {
-                refills.push((field, key.clone()));
+            if !typed && fills < MAX_FILLS && refills.len() < Decision::MAX_ACTIONS {
+                refills.push((field.element, key.clone()));
             }
-            self.graph.mark_tried(screen, &key);
+            passed.push(key);
         }
-        (fields, refills)
+        (fields, refills, passed)
     }
 
     /// The widget to try next and its promise: the most promising (see [`Graph::promise`]; risky
     /// ones promise least but for dismissive ones and a checked radio button), ties broken by
     /// rank, then by fewer widgets alike that did nothing here, then by the seeded generator.
-    fn best<'a>(
+    fn best<'w, 'o>(
         &mut self,
         screen: ScreenId,
         elements: &[UiElement],
-        widgets: Vec<&'a UiElement>,
-        has_form: bool,
-    ) -> Option<(&'a UiElement, f64)> {
-        let scored: Vec<(&UiElement, f64, Rank)> = widgets
+        widgets: Vec<&'w Widget<'o>>,
+    ) -> Option<(&'w Widget<'o>, f64)> {
+        let scored: Vec<(&Widget, f64)> = widgets
             .into_iter()
-            .map(|e| {
-                let rank = rank(elements, e, has_form);
-                let key = action_key(primary_action(e), &signature(e));
-                (e, self.graph.promise(screen, &key, rank), rank)
-            })
+            .map(|w| (w, self.graph.promise(screen, &w.key, w.rank)))
             .collect();
-        let order = |a: &(&UiElement, f64, Rank), b: &(&UiElement, f64, Rank)| {
-            b.1.total_cmp(&a.1).then(a.2.cmp(&b.2))
+        let order = |a: &(&Widget, f64), b: &(&Widget, f64)| {
+            b.1.total_cmp(&a.1).then(a.0.rank.cmp(&b.0.rank))
         };
         let best = *scored.iter().min_by(|a, b| order(a, b))?;
         let tied = scored.iter().filter(|s| order(s, &best).is_eq());
         // Among equals, a widget unlike two or more that did nothing here goes first: colour
         // rows that did nothing say the next will not either, not what the theme row does.
         let dead = self.dead_by_shape(screen, elements);
-        let dead_alike = |e: &UiElement| dead.get(&shape(elements, e)).map_or(1, |&n| n.max(1));
+        let dead_alike = |w: &Widget| {
+            dead.get(&shape(elements, w.element))
+                .map_or(1, |&n| n.max(1))
+        };
         let fewest = tied.clone().map(|s| dead_alike(s.0)).min()?;
-        let mut tied: Vec<(&UiElement, f64)> = tied
+        let mut tied: Vec<(&Widget, f64)> = tied
             .filter(|s| dead_alike(s.0) == fewest)
-            .map(|&(e, promise, _)| (e, promise))
+            .copied()
             .collect();
         tied.shuffle(&mut self.rng);
         tied.first().copied()
@@ -682,8 +761,7 @@ impl Heuristic {
     fn dead_by_shape(&self, screen: ScreenId, elements: &[UiElement]) -> HashMap<String, usize> {
         let mut dead = HashMap::new();
         for element in controls(elements) {
-            let key = action_key(primary_action(element), &signature(element));
-            if self.graph.led_nowhere(screen, &key) {
+            if self.graph.led_nowhere(screen, &ActionKey::of(element)) {
                 *dead.entry(shape(elements, element)).or_default() += 1;
             }
         }
@@ -705,20 +783,20 @@ impl Heuristic {
 
     /// The action behind `key` on the current observation, to walk a known path; a form's
     /// submit goes with fills of the form's empty fields, as when it was first tried.
-    fn replay(&mut self, observation: &Observation, key: &str) -> Option<Vec<Action>> {
+    fn replay(&self, shown: &Screen, key: &ActionKey) -> Option<Vec<Action>> {
         let why = "on the way to a screen with untried actions";
-        if key == SCROLL {
+        if *key == SCROLL {
             return Some(vec![scroll_down(why)]);
         }
-        if key == BACK {
+        if *key == BACK {
             return Some(back(why.into()).actions);
         }
-        let elements = &observation.elements;
+        let elements = shown.elements();
         let element = elements
             .iter()
             .filter(|e| is_actionable(e))
-            .find(|e| action_key(primary_action(e), &signature(e)) == key)?;
-        let kind = primary_action(element);
+            .find(|e| ActionKey::of(e) == *key)?;
+        let kind = key.kind.clone();
         let mut actions = Vec::new();
         if kind != ActionType::Input && is_submit(label_in(elements, element)) {
             let empty: Vec<&UiElement> = elements
@@ -728,7 +806,7 @@ impl Heuristic {
                 .collect();
             actions = empty.into_iter().map(|field| self.fill(field)).collect();
         }
-        let mut action = act_on(elements, element, kind, why);
+        let mut action = act_on(elements, element, kind.clone(), why);
         if kind == ActionType::Input {
             action.input_text = Some(self.text_for(element));
         }
@@ -750,9 +828,7 @@ impl Heuristic {
         let mut actions = Vec::new();
         for (at, key) in &plan.then {
             // A form's submit needs its fields filled, from an observation of them.
-            let form = self
-                .graph
-                .offers_any(*at, &action_key(ActionType::Input, ""));
+            let form = self.graph.offers_field(*at);
             let blind =
                 (self.graph.is_learned(*at, key) && !form).then(|| self.blind(*at, key, why));
             match blind.flatten() {
@@ -780,8 +856,7 @@ impl Heuristic {
     /// fields.
     fn first_click(&mut self, screen: ScreenId) -> Option<ActionKey> {
         let untried = self.graph.untried(screen);
-        let input = action_key(ActionType::Input, "");
-        if self.graph.offers_any(screen, &input) {
+        if self.graph.offers_field(screen) {
             return None;
         }
         let order = |a: &(ActionKey, f64, Rank), b: &(ActionKey, f64, Rank)| {
@@ -795,32 +870,33 @@ impl Heuristic {
             .collect();
         tied.shuffle(&mut self.rng);
         let key = tied.first()?;
-        key.starts_with(&action_key(ActionType::Click, ""))
-            .then(|| key.to_string())
+        key.is_click().then(|| (*key).clone())
     }
 
     /// A move taken without observing its screen: back, or a tap where the widget was seen.
-    fn blind(&self, screen: ScreenId, key: &str, why: &str) -> Option<Action> {
-        if key == BACK {
-            return Some(back(why.into()).actions.remove(0));
-        }
-        if !key.starts_with(&action_key(ActionType::Click, "")) {
+    /// It names the screen it is meant for and the widget it taps.
+    fn blind(&self, screen: ScreenId, key: &ActionKey, why: &str) -> Option<Action> {
+        let mut action = if *key == BACK {
+            back(why.into()).actions.remove(0)
+        } else if key.is_click() {
+            let Place { bounds, label } = self.graph.place(screen, key)?;
+            let (x, y) = bounds.center();
+            let mut action = Action::new(ActionType::Tap);
+            action.action_desc = Some(format!("tap \"{label}\""));
+            action.reasoning = Some(why.to_string());
+            action.point = Some([i64::from(x), i64::from(y)]);
+            action.widget = key.widget.clone();
+            action
+        } else {
             return None;
-        }
-        let Place { bounds, label } = self.graph.place(screen, key)?;
-        let (x, y) = bounds.center();
-        let mut action = Action::new(ActionType::Tap);
-        action.action_desc = Some(format!("tap \"{label}\""));
-        action.reasoning = Some(why.to_string());
-        action.point = Some([i64::from(x), i64::from(y)]);
+        };
+        action.screen = self.graph.key(screen).map(|k| k.as_str().to_string());
         Some(action)
     }
 
-    fn fill(&mut self, element: &UiElement) -> Action {
+    fn fill(&self, element: &UiElement) -> Action {
         let mut action = act_on(&[], element, ActionType::Input, "fill the field");
-        let text = self.text_for(element);
-        self.typed.insert(text.clone());
-        action.input_text = Some(text);
+        action.input_text = Some(self.text_for(element));
         action
     }
 
@@ -868,49 +944,6 @@ impl Heuristic {
     }
 }
 
-/// A screen's actionable widgets, one per action key, and its form: its fields, and the
-/// controls after the first one (a submit button, an option).
-struct Form<'a> {
-    elements: &'a [UiElement],
-    actionable: Vec<&'a UiElement>,
-    /// A form's controls follow its first field; a toolbar above an editor is not one (and
-    /// typing may rearrange it).
-    first_field: Option<u32>,
-}
-
-impl<'a> Form<'a> {
-    fn of(elements: &'a [UiElement]) -> Form<'a> {
-        let mut seen = HashSet::new();
-        let actionable: Vec<&UiElement> = controls(elements)
-            .filter(|e| seen.insert(action_key(primary_action(e), &signature(e))))
-            .collect();
-        let first_field = actionable.iter().find(|e| e.editable).map(|e| e.element_id);
-        Form {
-            elements,
-            actionable,
-            first_field,
-        }
-    }
-
-    fn fields(&self) -> impl Iterator<Item = &'a UiElement> + '_ {
-        self.actionable.iter().copied().filter(|e| e.editable)
-    }
-
-    fn is_control(&self, element: &UiElement) -> bool {
-        self.first_field
-            .is_some_and(|field| element.element_id > field)
-            && (element.checkable || is_submit(label_in(self.elements, element)))
-    }
-
-    fn submits(&self) -> Vec<ActionKey> {
-        self.actionable
-            .iter()
-            .filter(|e| !e.checkable && self.is_control(e))
-            .map(|e| action_key(primary_action(e), &signature(e)))
-            .collect()
-    }
-}
-
 fn scroll_down(why: &str) -> Action {
     let mut action = Action::new(ActionType::ScrollDown);
     action.action_desc = Some("scroll the screen down".into());
@@ -922,29 +955,16 @@ fn back(why: String) -> Choice {
     let mut action = Action::new(ActionType::Back);
     action.action_desc = Some("press back".into());
     action.reasoning = Some(why);
-    Choice {
-        actions: vec![action],
-        relaunch: None,
-        note: None,
-        walk: None,
-    }
+    Choice::new(vec![action])
 }
 
-/// An action on an element, carrying its `ref` and bounding box.
+/// An action on an element, carrying its `ref`, bounding box and signature.
 pub fn act_on(elements: &[UiElement], element: &UiElement, kind: ActionType, why: &str) -> Action {
     let mut action = Action::new(kind);
-    action.action_desc = Some(describe(elements, element, kind));
+    action.action_desc = Some(describe_action(elements, element, &action.action));
     action.reasoning = Some(why.to_string());
     action.target_bounding_box = Some(bounding_box(element.bounds));
     action.ref_id = element.ref_id;
+    action.widget = Some(crate::screen::signature(element));
     action
-}
-
-/// The element an action targets: by `ref`, else the smallest actionable element under the
-/// box's centre.
-fn target_element<'a>(observation: &'a Observation, action: &Action) -> Option<&'a UiElement> {
-    if let Some(reference) = action.ref_id {
-        return super::widgets::element_by_ref(observation, reference);
-    }
-    super::response::snap(action.target_bounding_box.as_ref()?, observation)
 }

@@ -14,20 +14,20 @@ pub mod prompt;
 pub mod provider;
 pub mod random;
 pub mod response;
-pub mod widgets;
 
-use std::io::{self, BufRead, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use crate::config::{self, Settings};
 use crate::events::{
-    now_ts, ActionResult, AiMeta, Decision, Event, EventReader, EventWriter, Note, Observation,
-    ReadError,
+    now_ts, ActionResult, AiMeta, Decision, Event, Line, Note, NoteKind, Observation,
 };
+use crate::filter::Output;
+use crate::screen::Screen;
 pub use crate::secret::TEST_PASSWORD_PLACEHOLDER;
-use heuristic::{Heuristic, Walk, WALK_FIELD};
+use heuristic::Heuristic;
 use prompt::{Context, JournalEntry, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
@@ -92,16 +92,6 @@ pub struct Config {
     pub history: Vec<Event>,
 }
 
-/// How a run of the stage went.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outcome {
-    pub decisions: u64,
-    /// Input lines that were not valid events (each reported as `line N: reason`).
-    pub bad_lines: u64,
-    /// The reader of our output went away (a normal end).
-    pub output_closed: bool,
-}
-
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -123,10 +113,6 @@ pub enum Error {
     },
     #[error("--system-prompt {} is empty: the model would get no instructions", .0.display())]
     SystemPromptEmpty(PathBuf),
-    #[error("reading events: {0}")]
-    Read(#[source] io::Error),
-    #[error("writing events: {0}")]
-    Write(#[source] io::Error),
 }
 
 /// Consecutive steps a model call may be refused the same way (the same 4xx answer: a request
@@ -180,70 +166,44 @@ pub fn model_list_lines(models: &[provider::ModelInfo], all: bool) -> Vec<String
         .collect()
 }
 
-/// Runs the stage over event lines. Human messages (bad input lines, model failures) go to
-/// `messages`; they are also in the output as `note` events where they concern the run.
-pub fn run(
-    config: Config,
-    input: impl BufRead,
-    output: impl Write,
-    mut messages: impl Write,
-) -> Result<Outcome, Error> {
-    let mut stage = Stage::new(config)?;
-    let mut writer = EventWriter::new(output);
-    let mut outcome = Outcome::default();
-    for line in EventReader::new(input) {
-        let line = match line {
-            Ok(line) => line,
-            Err(ReadError::Line { line, reason }) => {
-                outcome.bad_lines += 1;
-                let _ = writeln!(messages, "droid-decide: line {line}: {reason}");
-                continue;
-            }
-            Err(ReadError::Io(e)) => return Err(Error::Read(e)),
-        };
-        let written = match writer.write_raw(&line.raw) {
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                outcome.output_closed = true;
-                return Ok(outcome);
-            }
-            other => other.map_err(Error::Write),
-        };
-        written?;
-        let (produced, stopped) = match line.event {
-            Some(Event::Observation(observation)) => {
-                outcome.decisions += 1;
-                match stage.decide(&observation, &mut messages) {
-                    Ok(events) => (events, None),
-                    Err(Stop { events, error }) => (events, Some(error)),
-                }
-            }
+impl crate::filter::Filter for Stage {
+    type Error = Error;
+
+    /// Passes the line on; decides on an observation (notes, then the decision, written after
+    /// it; model failures told to people as they happen); learns from any other event. A stop
+    /// writes its note of kind `error`, then ends the stage.
+    fn line(&mut self, line: Line, out: &mut Output<'_>) -> Result<(), Error> {
+        out.pass(&line);
+        let (events, stop) = match &line.event {
+            Some(Event::Observation(observation)) => match self.decide(observation) {
+                Ok(events) => (events, None),
+                Err(Stop { events, error }) => (events, Some(error)),
+            },
             Some(event) => {
-                stage.learn(&event);
+                self.learn(event);
                 (Vec::new(), None)
             }
             None => (Vec::new(), None),
         };
-        for event in produced {
-            match writer.write(&event) {
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                    outcome.output_closed = true;
-                    return Ok(outcome);
+        for event in &events {
+            if let Event::Note(note) = event {
+                let told = matches!(note.kind, NoteKind::Warning | NoteKind::InvalidResponse);
+                if let Some(message) = note.message.as_ref().filter(|_| told) {
+                    out.tell(message);
                 }
-                other => other.map_err(Error::Write)?,
             }
+            out.event(event);
         }
-        if let Some(error) = stopped {
-            return Err(error);
-        }
+        stop.map_or(Ok(()), Err)
     }
-    Ok(outcome)
 }
 
 /// The stage stops: the error, and the events written before it (a `note` of kind `error`
 /// with the failed call's `ai` metadata).
-struct Stop {
-    events: Vec<Event>,
-    error: Error,
+#[derive(Debug)]
+pub struct Stop {
+    pub events: Vec<Event>,
+    pub error: Error,
 }
 
 /// Model calls refused the same way on consecutive steps (see [`REFUSALS_BEFORE_STOP`]).
@@ -271,8 +231,11 @@ impl Refusals {
     }
 }
 
-/// The stage's memory between lines.
-struct Stage {
+/// The decide stage as values: an observation in, the events it writes out (notes and one
+/// decision); every other event passing by is learned from. A stage resuming a recorded run
+/// ([`Config::history`]) takes the run's events in through the same code, so it decides as a
+/// stage that saw the run live would.
+pub struct Stage {
     name: &'static str,
     heuristic: Heuristic,
     random: Option<RandomDecider>,
@@ -286,10 +249,17 @@ struct Stage {
     /// The last decision written and the observation it was for (results refer to them).
     last: Option<(Decision, Observation)>,
     refusals: Refusals,
+    /// The recorded run's last observation, which no decision followed: taken in before the
+    /// next observation unless that is the same step (the observation given again).
+    undecided: Option<Observation>,
 }
 
+/// Who decided a step: the name written into a decision made by the heuristic, on its own or
+/// when a model failed.
+const HEURISTIC: &str = "heuristic";
+
 impl Stage {
-    fn new(config: Config) -> Result<Stage, Error> {
+    pub fn new(config: Config) -> Result<Stage, Error> {
         let mut credentials = config.prompt.credentials.clone();
         if credentials.password.is_some() {
             credentials.password = Some(TEST_PASSWORD_PLACEHOLDER.to_string());
@@ -318,57 +288,85 @@ impl Stage {
             single_action: false,
             last: None,
             refusals: Refusals::default(),
+            undecided: None,
         };
-        stage.replay(&history);
+        stage.resume(&history);
         Ok(stage)
     }
 
-    /// Learns from recorded events as a long-running stage learned when they passed: the screens
-    /// seen, the actions decided on each (tried, with the edge the next observation shows), the
-    /// journal, a stuck reason not yet told, and whether the last model answer was unusable.
-    fn replay(&mut self, history: &[Event]) {
+    /// The heuristic behind the stage (its graph is the run's screen graph).
+    pub fn heuristic(&self) -> &Heuristic {
+        &self.heuristic
+    }
+
+    /// Takes in a recorded run as the stage took it in live: each observation as it came, each
+    /// decision as it was made (the heuristic's own choices chosen again, which learns what
+    /// choosing committed it to; anyone else's learned as they were), and every other event
+    /// as it passed.
+    fn resume(&mut self, history: &[Event]) {
         let mut observed: Option<&Observation> = None;
+        let mut invalid_answer = false;
         for event in history {
             match event {
                 Event::Observation(observation) => {
-                    self.adopt_package(observation.package.as_deref());
-                    self.heuristic.observe(observation);
-                    observed = Some(observation);
+                    // An observation nobody decided on (the stage stopped there) was taken in.
+                    if let Some(earlier) = observed.replace(observation) {
+                        self.take_in(earlier);
+                    }
+                    invalid_answer = false;
+                }
+                Event::Note(note) if note.kind == NoteKind::InvalidResponse => {
+                    invalid_answer = true;
                 }
                 Event::Decision(decision) => {
                     if let Some(observation) = observed.take() {
-                        let walk = decision
-                            .extra
-                            .get(WALK_FIELD)
-                            .and_then(|w| serde_json::from_value::<Walk>(w.clone()).ok());
-                        let walked = walk.as_ref().map_or(0, Walk::actions);
-                        let taken = decision.actions.len().saturating_sub(walked);
-                        for action in &decision.actions[..taken] {
-                            if action.action == crate::events::ActionType::Input {
-                                self.heuristic.learn_fill(observation, action);
-                            }
-                            self.heuristic.learn_action(observation, action);
-                        }
-                        if let Some(walk) = &walk {
-                            self.heuristic.learn_walk(walk);
-                        }
-                        self.last = Some((decision.clone(), observation.clone()));
-                    }
-                    if decision.relaunch.is_some() {
-                        self.heuristic.learn_relaunch();
-                    }
-                    // As after a live decision: the stuck reason was told, a model answer that
-                    // was used (an `ai` without error) ends the ask for one action, and refusals
-                    // in a row are counted.
-                    self.stuck_reason = None;
-                    if let Some(ai) = &decision.ai {
-                        self.single_action &= ai.error.is_some();
-                        self.refusals.count(ai);
+                        self.redo(observation, decision, invalid_answer);
                     }
                 }
-                Event::Note(note) if note.kind == "invalid_response" => self.single_action = true,
                 other => self.learn(other),
             }
+        }
+        self.undecided = observed.cloned();
+    }
+
+    /// Takes in a recorded decision on `observation` (see [`Stage::resume`]).
+    fn redo(&mut self, observation: &Observation, recorded: &Decision, invalid_answer: bool) {
+        let shown = self.take_in(observation);
+        let by = recorded.decider.as_deref();
+        match self.random.as_mut() {
+            // Only the generator moves on.
+            Some(random) if by == Some(self.name) => drop(random.decide(observation)),
+            Some(_) => {}
+            None if by == Some(HEURISTIC) => {
+                let choice = self.heuristic.choose(&shown);
+                let same =
+                    choice.actions == recorded.actions && choice.relaunch == recorded.relaunch;
+                match same {
+                    true => self.heuristic.learn_choice(&shown, &choice),
+                    false => self.heuristic.learn_decision(&shown, recorded),
+                }
+            }
+            None => self.heuristic.learn_decision(&shown, recorded),
+        }
+        if let Some(ai) = &recorded.ai {
+            self.settle_model(ai, invalid_answer);
+        }
+        self.stuck_reason = None;
+        self.last = Some((recorded.clone(), observation.clone()));
+    }
+
+    /// What a model call tells the stage about the next: an answer that could not be used asks
+    /// for one action next time, a used one ends that; refusals in a row are counted.
+    fn settle_model(&mut self, ai: &AiMeta, invalid_answer: bool) {
+        match (invalid_answer, &ai.error) {
+            (true, _) => self.single_action = true,
+            (false, None) => self.single_action = false,
+            (false, Some(_)) => {}
+        }
+        if ai.error.is_some() && !invalid_answer {
+            self.refusals.count(ai);
+        } else {
+            self.refusals = Refusals::default();
         }
     }
 
@@ -386,13 +384,13 @@ impl Stage {
     }
 
     /// Learns from a passing line: the run's package, stuck notes, executed actions.
-    fn learn(&mut self, event: &Event) {
+    pub fn learn(&mut self, event: &Event) {
         match event {
             Event::RunStarted(started) => {
                 self.run_id = Some(started.run_id.clone());
                 self.adopt_package(started.package.as_deref());
             }
-            Event::Note(note) if note.kind == "stuck" => {
+            Event::Note(note) if note.kind == NoteKind::Stuck => {
                 self.stuck_reason = Some(note.message.clone().unwrap_or_else(|| "stuck".into()));
             }
             Event::Result(result) => self.learn_result(result),
@@ -405,13 +403,16 @@ impl Stage {
             return;
         };
         let index = usize::try_from(result.index).unwrap_or(usize::MAX);
+        if !result.success && result.step == decision.step {
+            self.heuristic.learn_failure(index);
+        }
         let Some(action) = decision.actions.get(index) else {
             return;
         };
         let what = action
             .action_desc
             .clone()
-            .unwrap_or_else(|| result.action_type.clone());
+            .unwrap_or_else(|| result.action_type.to_string());
         let outcome = match (result.success, result.navigated_away) {
             (true, true) => "done, the screen changed".to_string(),
             (true, false) => "done".to_string(),
@@ -429,66 +430,75 @@ impl Stage {
         self.journal.drain(..excess);
     }
 
-    fn decide(
-        &mut self,
-        observation: &Observation,
-        messages: &mut impl Write,
-    ) -> Result<Vec<Event>, Stop> {
-        let mut events = Vec::new();
+    /// Takes in an observation before deciding on it: the run's package, a stuck flag, and its
+    /// screen for the heuristic.
+    fn take_in<'o>(&mut self, observation: &'o Observation) -> Screen<'o> {
         self.adopt_package(observation.package.as_deref());
         if let Some(reason) = stuck_in(observation) {
             self.stuck_reason = Some(reason);
         }
+        let shown = Screen::of(observation);
+        if self.random.is_none() {
+            self.heuristic.observe(&shown);
+        }
+        shown
+    }
+
+    /// Decides on an observation: the events to write after it (notes, then the decision), or
+    /// the stop the stage comes to.
+    pub fn decide(&mut self, observation: &Observation) -> Result<Vec<Event>, Stop> {
+        let mut events = Vec::new();
+        if let Some(undecided) = self.undecided.take() {
+            let again = undecided.step.is_some() && undecided.step == observation.step;
+            if !again {
+                self.take_in(&undecided);
+            }
+        }
+        let shown = self.take_in(observation);
         let random = self
             .random
             .as_mut()
             .map(|random| random.decide(observation));
-        let mut decision = if let Some(action) = random {
-            self.stamped(observation, Decision::new(vec![action]))
-        } else {
-            self.heuristic.observe(observation);
-            let decided = match self.model.is_some() {
-                true => self.ask_model(observation, &mut events, messages),
-                false => Ok(self.heuristic_decision(observation, &mut events)),
-            };
-            match decided {
-                Ok(decision) => decision,
-                Err(error) => return Err(Stop { events, error }),
+        let decision = match random {
+            Some(action) => {
+                let mut decision = self.stamped(observation, Decision::new(vec![action]));
+                decision.decider = Some(self.name.to_string());
+                Ok(decision)
             }
+            None if self.model.is_some() => self.ask_model(&shown, &mut events),
+            None => Ok(self.heuristic_decision(&shown, &mut events)),
         };
-        decision.decider = Some(self.name.to_string());
+        let decision = match decision {
+            Ok(decision) => decision,
+            Err(error) => return Err(Stop { events, error }),
+        };
         self.stuck_reason = None;
         events.push(Event::Decision(decision.clone()));
         self.last = Some((decision, observation.clone()));
         Ok(events)
     }
 
-    fn heuristic_decision(
-        &mut self,
-        observation: &Observation,
-        events: &mut Vec<Event>,
-    ) -> Decision {
-        let choice = self.heuristic.next(observation);
-        let decision = self.stamped(observation, choice.to_decision());
+    fn heuristic_decision(&mut self, shown: &Screen, events: &mut Vec<Event>) -> Decision {
+        let observation = shown.observation();
+        let choice = self.heuristic.choose(shown);
+        self.heuristic.learn_choice(shown, &choice);
+        let mut decision = self.stamped(observation, choice.to_decision());
+        decision.decider = Some(HEURISTIC.to_string());
         if let Some(package) = choice.relaunch {
             events.push(self.note(
                 observation,
-                "relaunch",
+                NoteKind::Relaunch,
                 choice.note,
                 Some(json!({"package": package})),
             ));
         } else if let Some(message) = choice.note {
-            events.push(self.note(observation, "state", Some(message), None));
+            events.push(self.note(observation, NoteKind::State, Some(message), None));
         }
         decision
     }
 
-    fn ask_model(
-        &mut self,
-        observation: &Observation,
-        events: &mut Vec<Event>,
-        messages: &mut impl Write,
-    ) -> Result<Decision, Error> {
+    fn ask_model(&mut self, shown: &Screen, events: &mut Vec<Event>) -> Result<Decision, Error> {
+        let observation = shown.observation();
         let context = Context {
             journal: &self.journal,
             stuck_reason: self.stuck_reason.as_deref(),
@@ -498,7 +508,7 @@ impl Stage {
         if let Some(reason) = &built.fallback {
             events.push(self.note(
                 observation,
-                "warning",
+                NoteKind::Warning,
                 Some(format!(
                     "no screenshot for vision mode ({reason}); sent the UI tree"
                 )),
@@ -506,7 +516,7 @@ impl Stage {
             ));
         }
         let Some(model) = self.model.as_mut() else {
-            return Ok(self.heuristic_decision(observation, events));
+            return Ok(self.heuristic_decision(shown, events));
         };
         let reply = model.generate(&built.prompt);
         let mut meta = reply.meta;
@@ -526,16 +536,15 @@ impl Stage {
                     let data = json!({ "ai": meta });
                     events.push(self.note(
                         observation,
-                        "error",
+                        NoteKind::Error,
                         Some(stop.to_string()),
                         Some(data),
                     ));
                     return Err(stop);
                 }
                 let message = format!("{error}; the heuristic decided this step");
-                let _ = writeln!(messages, "droid-decide: {message}");
-                events.push(self.note(observation, "warning", Some(message), None));
-                return Ok(self.fallback(observation, meta, events));
+                events.push(self.note(observation, NoteKind::Warning, Some(message), None));
+                return Ok(self.fallback(shown, meta, events));
             }
         };
         self.refusals = Refusals::default();
@@ -545,22 +554,21 @@ impl Stage {
         meta.response = Some(generation.text.clone());
         let most = match self.single_action {
             true => 1,
-            false => response::MAX_ACTIONS,
+            false => Decision::MAX_ACTIONS,
         };
         match response::parse(&generation.text, observation, built.scale, most) {
             Ok(parsed) => {
                 self.single_action = false;
                 if !parsed.warnings.is_empty() {
                     let message = format!("answer adjusted: {}", parsed.warnings.join("; "));
-                    events.push(self.note(observation, "warning", Some(message), None));
-                }
-                for action in &parsed.actions {
-                    self.heuristic.learn_action(observation, action);
+                    events.push(self.note(observation, NoteKind::Warning, Some(message), None));
                 }
                 let mut decision = self.stamped(observation, Decision::new(parsed.actions));
                 decision.signup_completed = parsed.signup_completed;
                 decision.done = parsed.done;
                 decision.ai = Some(meta);
+                decision.decider = Some(self.name.to_string());
+                self.heuristic.learn_decision(shown, &decision);
                 Ok(decision)
             }
             Err(invalid) => {
@@ -568,23 +576,18 @@ impl Stage {
                 meta.error = Some(invalid.to_string());
                 events.push(self.note(
                     observation,
-                    "invalid_response",
+                    NoteKind::InvalidResponse,
                     Some(format!("{invalid}; the heuristic decided this step")),
                     Some(json!({"response": generation.text})),
                 ));
-                Ok(self.fallback(observation, meta, events))
+                Ok(self.fallback(shown, meta, events))
             }
         }
     }
 
     /// The heuristic's decision, carrying the failed model call's metadata.
-    fn fallback(
-        &mut self,
-        observation: &Observation,
-        meta: AiMeta,
-        events: &mut Vec<Event>,
-    ) -> Decision {
-        let mut decision = self.heuristic_decision(observation, events);
+    fn fallback(&mut self, shown: &Screen, meta: AiMeta, events: &mut Vec<Event>) -> Decision {
+        let mut decision = self.heuristic_decision(shown, events);
         decision.ai = Some(meta);
         decision
     }
@@ -602,7 +605,7 @@ impl Stage {
     fn note(
         &self,
         observation: &Observation,
-        kind: &str,
+        kind: NoteKind,
         message: Option<String>,
         data: Option<Value>,
     ) -> Event {
@@ -610,7 +613,7 @@ impl Stage {
             run_id: observation.run_id.clone().or_else(|| self.run_id.clone()),
             step: observation.step,
             ts: Some(now_ts()),
-            kind: kind.to_string(),
+            kind,
             message,
             data,
             extra: Default::default(),

@@ -8,9 +8,10 @@ use std::io::Cursor;
 use serde_json::{json, Value};
 
 use super::provider::{Prompt, PromptImage};
-use super::widgets::{is_actionable, label, reference};
 use super::Credentials;
 use crate::events::{ActionType, Observation};
+use crate::screen::reference;
+use crate::ui::{is_actionable, label};
 
 /// Longest side of the image sent to a model.
 pub const MAX_IMAGE_SIDE: u32 = 1280;
@@ -144,7 +145,7 @@ pub fn default_system_prompt(
 
 /// The JSON Schema of an answer (plain JSON Schema, accepted by every provider).
 pub fn response_schema() -> Value {
-    let names: Vec<&str> = ActionType::ALL.iter().map(|a| a.as_str()).collect();
+    let names = ActionType::decidable_names();
     let point = json!({"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2});
     json!({
         "type": "object",
@@ -237,7 +238,7 @@ fn user_text(
     if let Some(reason) = context.stuck_reason {
         let _ = writeln!(text, "stuck_reason: {reason}");
     }
-    let names: Vec<&str> = ActionType::ALL.iter().map(|a| a.as_str()).collect();
+    let names = ActionType::decidable_names();
     let _ = writeln!(text, "Allowed action types: {}.", names.join(", "));
     if vision {
         text.push_str("Available elements ([ref=N] label, box in screenshot pixels):\n");

@@ -5,8 +5,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::heuristic::act_on;
-use super::widgets::{is_actionable, primary_action};
 use crate::events::{Action, ActionType, Observation};
+use crate::screen::primary_action;
+use crate::ui::is_actionable;
 
 const WORDS: [&str; 6] = [
     "hello",
@@ -38,7 +39,7 @@ impl RandomDecider {
             .collect();
         let roll = self.rng.gen_range(0..100);
         let gesture = |kind: ActionType| {
-            let mut action = Action::new(kind);
+            let mut action = Action::new(kind.clone());
             action.action_desc = Some(kind.to_string());
             action.reasoning = Some("random".into());
             action
@@ -47,7 +48,7 @@ impl RandomDecider {
             0..=74 if !elements.is_empty() => {
                 let element = elements[self.rng.gen_range(0..elements.len())];
                 let kind = primary_action(element);
-                let mut action = act_on(&observation.elements, element, kind, "random");
+                let mut action = act_on(&observation.elements, element, kind.clone(), "random");
                 if kind == ActionType::Input {
                     action.input_text = Some(WORDS[self.rng.gen_range(0..WORDS.len())].into());
                 }

@@ -6,12 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::prompt::Scale;
-use super::widgets::{bounding_box, describe, element_by_ref, is_actionable};
-use crate::events::{Action, ActionType, BoundingBox, Observation};
-use crate::ui::{Bounds, UiElement};
-
-/// Most actions one decision may carry.
-pub const MAX_ACTIONS: usize = 12;
+use crate::events::{Action, ActionType, BoundingBox, Decision, Observation};
+use crate::screen::{bounding_box, describe_action, element_by_ref, signature, snap};
 
 /// A usable answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,7 +175,7 @@ fn balanced_end(bytes: &[u8], budget: &mut usize) -> Option<usize> {
 /// Validates an answer against the observation it was asked about: the first of its JSON
 /// values ([`json_values`], in the order of [`ranked`]) that gives a usable decision, else why
 /// the likeliest one does not. Of the usable actions the first `most` are kept (1 when the
-/// request asked for one action, [`MAX_ACTIONS`] otherwise), the others listed in the warnings.
+/// request asked for one action, [`Decision::MAX_ACTIONS`] otherwise), the others listed in the warnings.
 pub fn parse(
     text: &str,
     observation: &Observation,
@@ -237,7 +233,7 @@ fn decision(
     if actions.is_empty() {
         return Err(InvalidResponse::NoneUsable(warnings));
     }
-    let most = most.clamp(1, MAX_ACTIONS);
+    let most = most.clamp(1, Decision::MAX_ACTIONS);
     if actions.len() > most {
         let given = actions.len();
         warnings.push(match most {
@@ -277,7 +273,7 @@ fn action(
             .filter(|s| !s.trim().is_empty())
             .map(str::to_string)
     };
-    let mut action = Action::new(kind);
+    let mut action = Action::new(kind.clone());
     action.action_desc = words("action_desc");
     action.reasoning = words("reasoning");
     // Typed as given (spaces too); a number (a PIN, an amount) is typed as written.
@@ -305,11 +301,12 @@ fn action(
             let element = element_by_ref(observation, r).ok_or(format!("no element [ref={r}]"))?;
             Some(element)
         }
-        (None, Some(b)) => snap(&b, observation),
+        (None, Some(b)) => snap(&observation.elements, &b),
         (None, None) => None,
     };
     action.target_bounding_box = snapped.map(|e| bounding_box(e.bounds)).or(model_box);
     action.ref_id = snapped.and_then(|e| e.ref_id).or(reference);
+    action.widget = snapped.map(signature);
     if let Some(point) = object.get("point").and_then(Value::as_array) {
         action.point = point_of(point, scale);
     }
@@ -335,7 +332,7 @@ fn action(
     }
     if action.action_desc.is_none() {
         let filled = match snapped {
-            Some(element) => describe(&observation.elements, element, kind),
+            Some(element) => describe_action(&observation.elements, element, &kind),
             None => describe_where(&action),
         };
         notes.push(format!("no action_desc, filled in as {filled:?}"));
@@ -360,7 +357,7 @@ fn action_type(name: &str) -> Option<ActionType> {
             c => c.to_ascii_lowercase(),
         })
         .collect();
-    ActionType::parse(&wire)
+    Some(ActionType::parse(&wire)).filter(ActionType::is_decidable)
 }
 
 /// A `ref` as a number, or as models copy it from the tree: `"5"`, `"[ref=5]"`, `"ref=5"`.
@@ -377,7 +374,7 @@ fn ref_number(value: &Value) -> Option<u32> {
 }
 
 fn describe_where(action: &Action) -> String {
-    let kind = action.action;
+    let kind = &action.action;
     match (action.target_bounding_box, action.point) {
         (Some(target), _) => format!("{kind} {}", shown(&target)),
         (None, Some([x, y])) => format!("{kind} ({x}, {y})"),
@@ -456,49 +453,10 @@ fn device_box(value: &Value, scale: Scale) -> Result<BoundingBox, String> {
     })
 }
 
-/// The element a box means: the actionable element overlapping it most (intersection over
-/// union at least 0.3), else the smallest actionable element under its centre.
-pub fn snap<'a>(target: &BoundingBox, observation: &'a Observation) -> Option<&'a UiElement> {
-    let clamp = |v: i64| i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX });
-    let target = Bounds {
-        x1: clamp(target.top_left[0]),
-        y1: clamp(target.top_left[1]),
-        x2: clamp(target.bottom_right[0]),
-        y2: clamp(target.bottom_right[1]),
-    };
-    let candidates = || observation.elements.iter().filter(|e| is_actionable(e));
-    let best = candidates()
-        .map(|e| (iou(&e.bounds, &target), e))
-        .filter(|(score, _)| *score >= 0.3)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    if let Some((_, element)) = best {
-        return Some(element);
-    }
-    let (cx, cy) = target.center();
-    candidates()
-        .filter(|e| e.bounds.contains(cx, cy))
-        .min_by_key(|e| e.bounds.area())
-}
-
-fn iou(a: &Bounds, b: &Bounds) -> f64 {
-    let inter = Bounds {
-        x1: a.x1.max(b.x1),
-        y1: a.y1.max(b.y1),
-        x2: a.x2.min(b.x2),
-        y2: a.y2.min(b.y2),
-    }
-    .area();
-    let union = a.area() + b.area() - inter;
-    if union <= 0 {
-        0.0
-    } else {
-        inter as f64 / union as f64
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ui::{Bounds, UiElement};
     use serde_json::json;
 
     /// The answer's JSON value most likely to be the decision.
@@ -601,7 +559,7 @@ mod tests {
         for text in &cases {
             let value = extract_json(text).unwrap_or_else(|| panic!("nothing in {text}"));
             assert_eq!(value["actions"][0]["action"], "back", "{text}");
-            let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS);
+            let parsed = parse(text, &observation(), Scale::IDENTITY, Decision::MAX_ACTIONS);
             assert_eq!(parsed.map(|p| p.actions.len()), Ok(1), "{text}");
         }
     }
@@ -609,18 +567,18 @@ mod tests {
     #[test]
     fn a_decision_that_does_not_validate_gives_way_to_one_that_does() {
         let text = r#"For example {"actions":[{"action":"fly"}]}, but really {"actions":[{"action":"back"}]}"#;
-        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS).unwrap();
+        let parsed = parse(text, &observation(), Scale::IDENTITY, Decision::MAX_ACTIONS).unwrap();
         assert_eq!(parsed.actions[0].action, ActionType::Back);
         // When none validates, the likeliest decision's reason is given.
         let text = r#"Button [1] and {"actions":[{"action":"fly"}]}"#;
-        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS);
+        let parsed = parse(text, &observation(), Scale::IDENTITY, Decision::MAX_ACTIONS);
         assert!(
             matches!(parsed, Err(InvalidResponse::NoneUsable(_))),
             "{parsed:?}"
         );
         // JSON that is no decision at all: no actions list.
         let text = "I would tap [1] or {\"x\": 2}";
-        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS);
+        let parsed = parse(text, &observation(), Scale::IDENTITY, Decision::MAX_ACTIONS);
         assert_eq!(parsed, Err(InvalidResponse::NoActions));
     }
 
@@ -643,7 +601,7 @@ mod tests {
         let text = r#"{"actions":[{"action":"click","action_desc":"login","reasoning":"r",
             "target_bounding_box":{"top_left":[25,110],"bottom_right":[500,160]}}]}"#;
         let scale = Scale { x: 2.0, y: 2.0 };
-        let parsed = parse(text, &observation(), scale, MAX_ACTIONS).unwrap();
+        let parsed = parse(text, &observation(), scale, Decision::MAX_ACTIONS).unwrap();
         let action = &parsed.actions[0];
         assert_eq!(action.ref_id, Some(10));
         assert_eq!(
@@ -658,7 +616,7 @@ mod tests {
     #[test]
     fn unknown_and_incomplete_actions_are_dropped_with_warnings() {
         let text = r#"[{"action":"fly"},{"action":"click"},{"action":"input","ref":11,"input_text":"{{test_password}}"},{"action":"back"}]"#;
-        let parsed = parse(text, &observation(), Scale::IDENTITY, MAX_ACTIONS).unwrap();
+        let parsed = parse(text, &observation(), Scale::IDENTITY, Decision::MAX_ACTIONS).unwrap();
         assert_eq!(parsed.actions.len(), 2);
         // The placeholder stays: droid-act types the password.
         assert_eq!(
@@ -685,8 +643,8 @@ mod tests {
             {"action":"tap","target_bounding_box":{"top_left":[0,2400],"bottom_right":[50,2450]}},
             {"action":"tap","point":[1079,2399]}
         ]"#;
-        let parsed = parse(text, &obs, Scale::IDENTITY, MAX_ACTIONS).unwrap();
-        let kept: Vec<_> = parsed.actions.iter().map(|a| a.action).collect();
+        let parsed = parse(text, &obs, Scale::IDENTITY, Decision::MAX_ACTIONS).unwrap();
+        let kept: Vec<_> = parsed.actions.iter().map(|a| a.action.clone()).collect();
         assert_eq!(kept, [ActionType::Tap, ActionType::Click, ActionType::Tap]);
         assert_eq!(
             parsed.actions[0].target_bounding_box,
@@ -718,11 +676,11 @@ mod tests {
         let text = r#"{"action":"tap","target_bounding_box":{"top_left":[545,10],"bottom_right":[600,60]}}"#;
         let half = Scale { x: 2.0, y: 2.0 };
         assert!(matches!(
-            parse(text, &obs, half, MAX_ACTIONS),
+            parse(text, &obs, half, Decision::MAX_ACTIONS),
             Err(InvalidResponse::NoneUsable(_))
         ));
         // An unknown screen size judges nothing.
-        assert!(parse(text, &observation(), half, MAX_ACTIONS).is_ok());
+        assert!(parse(text, &observation(), half, Decision::MAX_ACTIONS).is_ok());
     }
 
     #[test]
@@ -736,7 +694,7 @@ mod tests {
             {"action":"input","ref":10,"input_text":1234,"action_desc":"type the PIN","reasoning":"r"},
             {"action_desc":"tap Help","ref":11,"reasoning":"r"}
         ]"#;
-        let parsed = parse(text, &obs, Scale::IDENTITY, MAX_ACTIONS).unwrap();
+        let parsed = parse(text, &obs, Scale::IDENTITY, Decision::MAX_ACTIONS).unwrap();
         let described: Vec<_> = parsed
             .actions
             .iter()
@@ -783,7 +741,7 @@ mod tests {
     #[test]
     fn invalid_answers() {
         let obs = observation();
-        let parse = |text| parse(text, &obs, Scale::IDENTITY, MAX_ACTIONS);
+        let parse = |text| parse(text, &obs, Scale::IDENTITY, Decision::MAX_ACTIONS);
         assert_eq!(parse("hello"), Err(InvalidResponse::NoJson));
         assert_eq!(parse(r#"{"actions":[]}"#), Err(InvalidResponse::Empty));
         assert_eq!(parse(r#"{"plan":"x"}"#), Err(InvalidResponse::NoActions));
@@ -793,7 +751,7 @@ mod tests {
             .map(|_| r#"{"action":"back"}"#.to_string())
             .collect();
         let parsed = parse(&format!("[{}]", many.join(","))).unwrap();
-        assert_eq!(parsed.actions.len(), MAX_ACTIONS);
+        assert_eq!(parsed.actions.len(), Decision::MAX_ACTIONS);
         assert_eq!(
             parsed.warnings.last().unwrap(),
             "14 usable actions, kept the first 12"

@@ -7,12 +7,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::held::{Held, OutcomeRow, StepRow};
 use super::stats::{self, Tally};
 use super::{stable_id, Context, Error, Result};
-use crate::events::{ActionResult, AiMeta, Decision, Event, Note, Observation};
-use crate::hash::hamming;
-use crate::ui::{possible_actions, PossibleAction};
-
-/// Largest perceptual distance at which two captures of one activity are the same screen.
-pub(crate) const SAME_SCREEN_DISTANCE: u32 = 5;
+use crate::events::{
+    ActionResult, ActionType, AiMeta, Decision, Event, Note, NoteKind, Observation,
+};
+use crate::screen::{self, ActionKey, Screen};
 
 /// Replays every stored event into an empty projection, in the order they were recorded, then
 /// refreshes every run's stats. Returns the number of events replayed.
@@ -55,87 +53,19 @@ pub(crate) fn replay_all(conn: &Connection) -> Result<u64> {
     Ok(events.len() as u64)
 }
 
-/// How one observation is identified as a screen.
-pub(crate) struct ScreenIdentity {
-    pub package: String,
-    pub activity: String,
-    pub phash: Option<u64>,
-    pub composite: String,
-    pub visual: String,
-    pub layout: Option<String>,
+/// The row of a screen with this key, when there is one.
+pub(crate) fn screen_row(conn: &Connection, key: &str) -> Result<Option<i64>> {
+    conn.prepare_cached("SELECT id FROM screens WHERE composite_hash = ?1")
+        .and_then(|mut stmt| stmt.query_row([key], |r| r.get(0)).optional())
+        .ctx("finding a screen")
 }
 
-impl ScreenIdentity {
-    /// The seed rule's inputs: activity and perceptual hash; without a perceptual hash, the
-    /// layout hash, and without that, the widget signatures on screen.
-    pub fn of(o: &Observation) -> ScreenIdentity {
-        let hash = o.hash.clone().unwrap_or_default();
-        let activity = o.activity.clone().unwrap_or_default();
-        let phash = hash
-            .phash
-            .as_deref()
-            .and_then(|h| u64::from_str_radix(h, 16).ok());
-        let visual = phash.map(|p| format!("{p:016x}")).unwrap_or_default();
-        let composite = match (&hash.screen_key, phash, &hash.layout_hash) {
-            (Some(key), Some(_), _) => key.clone(),
-            (_, Some(_), _) => format!("{activity}|{visual}"),
-            (_, None, Some(layout)) => format!("{activity}|layout:{layout}"),
-            (_, None, None) => {
-                let signatures: Vec<&str> =
-                    o.elements.iter().map(|e| e.signature.as_str()).collect();
-                format!("{activity}|elements:{}", stable_id(&signatures))
-            }
-        };
-        ScreenIdentity {
-            package: o.package.clone().unwrap_or_default(),
-            activity,
-            phash,
-            composite,
-            visual,
-            layout: hash.layout_hash,
-        }
-    }
-
-    /// The known screen this identity matches: the nearest perceptual hash within
-    /// [`SAME_SCREEN_DISTANCE`] among screens of the same package and activity (first seen wins
-    /// a tie), else the same composite key.
-    pub fn find(&self, conn: &Connection, candidates: &[(i64, u64)]) -> Result<Option<i64>> {
-        if let Some(phash) = self.phash {
-            let nearest = candidates
-                .iter()
-                .map(|&(id, other)| (hamming(phash, other), id))
-                .filter(|&(distance, _)| distance <= SAME_SCREEN_DISTANCE)
-                .min();
-            if let Some((_, id)) = nearest {
-                return Ok(Some(id));
-            }
-        }
-        conn.prepare_cached("SELECT id FROM screens WHERE composite_hash = ?1")
-            .and_then(|mut stmt| stmt.query_row([&self.composite], |r| r.get(0)).optional())
-            .ctx("finding a screen")
-    }
-
-    /// Perceptual hashes of the known screens of this package and activity.
-    pub fn candidates(&self, conn: &Connection) -> Result<Vec<(i64, u64)>> {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT id, visual_hash FROM screens WHERE package = ?1 AND activity_name = ?2",
-            )
-            .ctx("loading screens")?;
-        let rows = stmt
-            .query_map(params![self.package, self.activity], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .ctx("loading screens")?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, visual) = row.ctx("loading screens")?;
-            if let Ok(phash) = u64::from_str_radix(&visual, 16) {
-                out.push((id, phash));
-            }
-        }
-        Ok(out)
-    }
+/// An action a step took with a key in the graph: the screen it was meant for (see
+/// [`screen::outcome`]) and its row in `actions`.
+#[derive(Clone)]
+struct Taken {
+    screen: (i64, String),
+    action_id: String,
 }
 
 /// The step of a run being projected.
@@ -146,8 +76,10 @@ struct StepState {
     composite: String,
     screenshot: Option<String>,
     decision: Option<Decision>,
-    /// The last successful action of the step: (action id, verb).
+    /// The step's last successful action: (action id, verb).
     last_action: Option<(String, String)>,
+    /// The step's actions with a key in the graph that were taken, in order.
+    taken: Vec<Taken>,
 }
 
 #[derive(Default)]
@@ -162,8 +94,8 @@ struct RunProjection {
 /// Projects events into the tables; caches what it looked up.
 #[derive(Default)]
 pub(crate) struct Projector {
-    screens: HashMap<(String, String), Vec<(i64, u64)>>,
-    composites: HashMap<i64, String>,
+    /// Screen rows by key, as looked up or inserted.
+    screens: HashMap<String, i64>,
     /// Fingerprints of (screen, actionable elements) already registered: re-inserting them
     /// would change nothing.
     registered: HashSet<u64>,
@@ -217,7 +149,9 @@ impl Projector {
                 self.run(conn, run_id)?.tally.result(r);
                 self.act(conn, run_id, r)?;
             }
-            Event::Note(note) if note.kind == "error" => self.stopped(conn, run_id, note)?,
+            Event::Note(note) if note.kind == NoteKind::Error => {
+                self.stopped(conn, run_id, note)?
+            }
             Event::Note(_) => {}
         }
         Ok(())
@@ -252,14 +186,13 @@ impl Projector {
         let ts = o.ts.clone().unwrap_or_default();
         // Load what earlier commits projected before this observation adds to it.
         self.run(conn, run_id)?;
-        let identity = ScreenIdentity::of(o);
-        let cache_key = (identity.package.clone(), identity.activity.clone());
-        if !self.screens.contains_key(&cache_key) {
-            let loaded = identity.candidates(conn)?;
-            self.screens.insert(cache_key.clone(), loaded);
-        }
-        let candidates = &self.screens[&cache_key];
-        let (screen_id, kind) = match identity.find(conn, candidates)? {
+        let shown = Screen::of(o);
+        let composite = shown.key().as_str().to_string();
+        let known = match self.screens.get(&composite) {
+            Some(&id) => Some(id),
+            None => screen_row(conn, &composite)?,
+        };
+        let (screen_id, kind) = match known {
             Some(id) => {
                 conn.prepare_cached(
                     "UPDATE screens SET seen_count = seen_count + 1, latest_seen_run_id = ?2
@@ -270,6 +203,7 @@ impl Projector {
                 (id, "mapped")
             }
             None => {
+                let hash = o.hash.clone().unwrap_or_default();
                 conn.prepare_cached(
                     "INSERT INTO screens (composite_hash, visual_hash, screenshot_path,
                      activity_name, first_seen_run_id, first_seen_step, package, layout_hash,
@@ -277,37 +211,21 @@ impl Projector {
                 )
                 .and_then(|mut s| {
                     s.execute(params![
-                        identity.composite,
-                        identity.visual,
+                        composite,
+                        hash.phash.unwrap_or_default(),
                         o.screenshot_path,
-                        identity.activity,
+                        o.activity.clone().unwrap_or_default(),
                         run_id,
                         step as i64,
-                        identity.package,
-                        identity.layout
+                        o.package.clone().unwrap_or_default(),
+                        hash.layout_hash
                     ])
                 })
                 .ctx("inserting a screen")?;
-                let id = conn.last_insert_rowid();
-                if let (Some(phash), Some(list)) =
-                    (identity.phash, self.screens.get_mut(&cache_key))
-                {
-                    list.push((id, phash));
-                }
-                (id, "discovered")
+                (conn.last_insert_rowid(), "discovered")
             }
         };
-        let composite = match self.composites.get(&screen_id) {
-            Some(composite) => composite.clone(),
-            None => {
-                let composite: String = conn
-                    .prepare_cached("SELECT composite_hash FROM screens WHERE id = ?1")
-                    .and_then(|mut s| s.query_row([screen_id], |r| r.get(0)))
-                    .ctx("reading a screen")?;
-                self.composites.insert(screen_id, composite.clone());
-                composite
-            }
-        };
+        self.screens.insert(composite.clone(), screen_id);
         self.held.outcome(OutcomeRow {
             outcome_id: stable_id(&[run, &step.to_string(), kind]),
             run_id,
@@ -320,7 +238,7 @@ impl Projector {
             ts: ts.clone(),
         });
         if self.registered.insert(actions_fingerprint(screen_id, o)) {
-            register_actions(conn, screen_id, &composite, o, &ts)?;
+            register_actions(conn, screen_id, &composite, &shown, &ts)?;
         }
 
         let state = self.run(conn, run_id)?;
@@ -348,6 +266,7 @@ impl Projector {
             screenshot: o.screenshot_path.clone(),
             decision: None,
             last_action: None,
+            taken: Vec::new(),
         });
         conn.prepare_cached(
             "UPDATE runs SET total_steps = ?2, unique_screens = ?3,
@@ -420,15 +339,19 @@ impl Projector {
             r.ts.clone()
                 .or_else(|| decision.as_ref().and_then(|d| d.ts.clone()))
                 .unwrap_or_default();
-        let verb = r.action_type.as_str();
-        let target_key = match (&r.target_signature, r.tap_point) {
-            (Some(signature), _) => signature.clone(),
-            (None, Some([x, y])) if verb != "back" => format!("point:{x},{y}"),
-            _ => String::new(),
-        };
         let from_screen = current.as_ref().map(|c| c.screen_id);
-        if let Some(current) = current {
-            let action_id = stable_id(&[&current.composite, verb, &target_key]);
+        let resolved = match current.as_ref() {
+            Some(current) => Some(resolve(&mut self.screens, conn, current, planned, r)?),
+            None => None,
+        };
+        if let (Some(current), Some(resolved)) = (current, resolved) {
+            let Resolved {
+                verb, target_key, ..
+            } = &resolved;
+            let Some((screen_id, composite)) = resolved.meant.clone() else {
+                return Ok(());
+            };
+            let action_id = stable_id(&[&composite, verb, target_key]);
             conn.prepare_cached(
                 "INSERT OR IGNORE INTO actions (action_id, screen_id, verb, target_key, origin,
                  tap_x, tap_y, input_payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -436,7 +359,7 @@ impl Projector {
             .and_then(|mut s| {
                 s.execute(params![
                     action_id,
-                    current.screen_id,
+                    screen_id,
                     verb,
                     target_key,
                     r.origin.map(|o| format!("{o:?}").to_lowercase()),
@@ -469,7 +392,7 @@ impl Projector {
             if r.success {
                 self.held
                     .set_action(conn, run_id, current.step as i64, &action_id)?;
-                current.last_action = Some((action_id, verb.to_string()));
+                current.took(resolved, r);
             }
         }
         let bbox = planned
@@ -481,7 +404,7 @@ impl Projector {
             ts,
             from_screen,
             to_screen: None,
-            action_type: verb.to_string(),
+            action_type: r.action_type.to_string(),
             description: planned
                 .and_then(|a| a.action_desc.clone())
                 .or_else(|| r.target.clone()),
@@ -496,6 +419,76 @@ impl Projector {
             retry_count: ai.map_or(0, |a| a.retries),
         });
         Ok(())
+    }
+}
+
+/// Where an executed action belongs: its key as the decider's graph has it, its row's verb and
+/// target (without a key, a raw tap's point), and the screen it was meant for (the one observed,
+/// or one a walk expected).
+struct Resolved {
+    key: Option<ActionKey>,
+    verb: String,
+    target_key: String,
+    meant: Option<(i64, String)>,
+}
+
+fn resolve(
+    screens: &mut HashMap<String, i64>,
+    conn: &Connection,
+    current: &StepState,
+    planned: Option<&crate::events::Action>,
+    r: &ActionResult,
+) -> Result<Resolved> {
+    let key = match planned {
+        Some(action) => ActionKey::of_action(action, || r.target_signature.clone()),
+        None => r
+            .target_signature
+            .clone()
+            .map(|signature| ActionKey::on(r.action_type.clone(), signature)),
+    };
+    let (verb, target_key) = match (&key, r.tap_point) {
+        (Some(key), _) => (
+            key.kind.as_str().to_string(),
+            key.widget.clone().unwrap_or_default(),
+        ),
+        (None, Some([x, y])) => (r.action_type.to_string(), format!("point:{x},{y}")),
+        (None, None) => (r.action_type.to_string(), String::new()),
+    };
+    let meant = match planned.and_then(|a| a.screen.clone()) {
+        Some(meant) => {
+            let id = match screens.get(&meant) {
+                Some(&id) => Some(id),
+                None => screen_row(conn, &meant)?,
+            };
+            id.map(|id| (id, meant))
+        }
+        None => Some((current.screen_id, current.composite.clone())),
+    };
+    Ok(Resolved {
+        key,
+        verb,
+        target_key,
+        meant,
+    })
+}
+
+impl StepState {
+    /// The step took an action successfully.
+    fn took(&mut self, resolved: Resolved, r: &ActionResult) {
+        let Some((screen_id, composite)) = resolved.meant else {
+            return;
+        };
+        let action_id = stable_id(&[&composite, &resolved.verb, &resolved.target_key]);
+        self.last_action = Some((action_id.clone(), resolved.verb));
+        match resolved.key {
+            Some(_) => self.taken.push(Taken {
+                screen: (screen_id, composite),
+                action_id,
+            }),
+            // After a restart, the next screen is no action's outcome.
+            None if r.action_type == ActionType::Relaunch => self.taken.clear(),
+            None => {}
+        }
     }
 }
 
@@ -524,7 +517,7 @@ fn register_actions(
     conn: &Connection,
     screen_id: i64,
     composite: &str,
-    o: &Observation,
+    shown: &Screen,
     ts: &str,
 ) -> Result<()> {
     let mut stmt = conn
@@ -534,62 +527,31 @@ fn register_actions(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )
         .ctx("registering actions")?;
-    stmt.execute(params![
-        stable_id(&[composite, "back", ""]),
-        screen_id,
-        "back",
-        "",
-        Option::<String>::None,
-        Option::<i64>::None,
-        Option::<i64>::None,
-        Option::<String>::None,
-        Option::<String>::None,
-        ts
-    ])
-    .ctx("registering actions")?;
-    for element in &o.elements {
-        let target_key = if element.signature.is_empty() {
-            &element.xpath
-        } else {
-            &element.signature
-        };
-        if target_key.is_empty() {
-            continue;
-        }
-        let verbs: Vec<&str> = possible_actions(element)
-            .into_iter()
-            .flat_map(|action| match action {
-                PossibleAction::Touch => &["click"][..],
-                PossibleAction::LongTouch => &["long_press"][..],
-                PossibleAction::SetText => &["input"][..],
-                PossibleAction::Scroll => &["scroll_down", "scroll_up"][..],
+    for (key, _) in shown.actions() {
+        let verb = key.kind.as_str();
+        let target_key = key.widget.as_deref().unwrap_or_default();
+        let element = shown.widget(&key).map(|w| w.element);
+        let params_json = element.map(|e| {
+            serde_json::json!({
+                "bounds": e.bounds,
+                "ref": e.ref_id,
+                "resource_id": e.resource_id,
             })
-            .copied()
-            .collect();
-        if verbs.is_empty() {
-            continue;
-        }
-        let params_json = serde_json::json!({
-            "bounds": element.bounds,
-            "ref": element.ref_id,
-            "resource_id": element.resource_id,
-        })
-        .to_string();
-        for verb in verbs {
-            stmt.execute(params![
-                stable_id(&[composite, verb, target_key]),
-                screen_id,
-                verb,
-                target_key,
-                "xml",
-                element.center_x,
-                element.center_y,
-                element.xpath,
-                params_json,
-                ts
-            ])
-            .ctx("registering actions")?;
-        }
+            .to_string()
+        });
+        stmt.execute(params![
+            stable_id(&[composite, verb, target_key]),
+            screen_id,
+            verb,
+            target_key,
+            element.map(|_| "xml"),
+            element.map(|e| e.center_x),
+            element.map(|e| e.center_y),
+            element.map(|e| e.xpath.as_str()),
+            params_json,
+            ts
+        ])
+        .ctx("registering actions")?;
     }
     Ok(())
 }
@@ -607,7 +569,7 @@ fn link(
 ) -> Result<()> {
     let step = previous.step as i64;
     held.link_steps(conn, run_id, step, to)?;
-    let Some((action_id, verb)) = &previous.last_action else {
+    let Some((_, verb)) = &previous.last_action else {
         return Ok(());
     };
     held.link_outcome(conn, run_id, step, to)?;
@@ -619,6 +581,11 @@ fn link(
     )
     .and_then(|mut s| s.execute(params![run_id, previous.screen_id, to, verb]))
     .ctx("counting a transition")?;
+    let reached = (to, to_composite.to_string());
+    let Some((edge, _)) = screen::outcome(&previous.taken, |t| &t.screen, &reached) else {
+        return Ok(());
+    };
+    let ((from, from_composite), action_id) = (&edge.screen, &edge.action_id);
     conn.prepare_cached(
         "INSERT INTO edges (edge_id, from_screen_id, action_id, to_screen_id, evidence_counter,
          last_evidence_run_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?6)
@@ -627,8 +594,8 @@ fn link(
     )
     .and_then(|mut s| {
         s.execute(params![
-            stable_id(&[&previous.composite, action_id, to_composite]),
-            previous.screen_id,
+            stable_id(&[from_composite, action_id, to_composite]),
+            from,
             action_id,
             to,
             run_id,
@@ -710,20 +677,23 @@ fn load_run_projection(conn: &Connection, run_id: i64) -> Result<RunProjection> 
              WHERE o.run_id = ?1 ORDER BY o.step_ordinal DESC LIMIT 1",
             [run_id],
             |r| {
-                let action: Option<String> = r.get(4)?;
-                let verb: Option<String> = r.get(5)?;
                 Ok(StepState {
                     step: r.get::<_, i64>(0)?.max(0) as u64,
                     screen_id: r.get(1)?,
                     composite: r.get(2)?,
                     screenshot: r.get(3)?,
                     decision: None,
-                    last_action: action.zip(verb),
+                    last_action: None,
+                    taken: Vec::new(),
                 })
             },
         )
         .optional()
         .ctx("loading a run's projection")?;
+    let current = match current {
+        Some(current) => Some(resume_step(conn, run_id, current)?),
+        None => None,
+    };
     Ok(RunProjection {
         current,
         steps,
@@ -733,22 +703,63 @@ fn load_run_projection(conn: &Connection, run_id: i64) -> Result<RunProjection> 
     })
 }
 
+/// A step projected earlier, with the decision and results it recorded taken in again (without
+/// writing anything), so its outcome can be linked when the next observation comes.
+fn resume_step(conn: &Connection, run_id: i64, mut current: StepState) -> Result<StepState> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT json FROM run_events WHERE run_id = ?1 AND step = ?2
+             AND type IN ('decision', 'result') ORDER BY seq",
+        )
+        .ctx("loading a step")?;
+    let lines: Vec<String> = stmt
+        .query_map(params![run_id, current.step as i64], |r| r.get(0))
+        .ctx("loading a step")?
+        .collect::<rusqlite::Result<_>>()
+        .ctx("loading a step")?;
+    let mut screens = HashMap::new();
+    for line in lines {
+        match Event::from_line(&line) {
+            Ok(Some(Event::Decision(decision))) => current.decision = Some(decision),
+            Ok(Some(Event::Result(result))) if result.success => {
+                let decision = current.decision.clone();
+                let planned = decision
+                    .as_ref()
+                    .and_then(|d| d.actions.get(result.index as usize));
+                let resolved = resolve(&mut screens, conn, &current, planned, &result)?;
+                current.took(resolved, &result);
+            }
+            _ => {}
+        }
+    }
+    Ok(current)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::events::ScreenHash;
     use crate::store::Store;
 
-    fn observation(step: u64, activity: &str, phash: u64) -> Event {
+    /// An observation of `activity` showing one button labelled after `variant`.
+    fn observation(step: u64, activity: &str, variant: u64) -> Event {
         Event::Observation(Box::new(Observation {
             run_id: Some("r".into()),
             step: Some(step),
             package: Some("p".into()),
             activity: Some(activity.into()),
             hash: Some(ScreenHash {
-                phash: Some(format!("{phash:016x}")),
+                phash: Some(format!("{:016x}", variant ^ step)),
                 ..ScreenHash::default()
             }),
+            elements: vec![crate::ui::UiElement {
+                text: format!("{variant:x}"),
+                class_name: "android.widget.Button".into(),
+                clickable: true,
+                enabled: true,
+                bounds: crate::ui::Bounds::from([0, 0, 100, 100]),
+                ..crate::ui::UiElement::default()
+            }],
             ..Observation::default()
         }))
     }
@@ -769,33 +780,21 @@ mod tests {
     }
 
     #[test]
-    fn same_activity_within_five_bits_is_the_same_screen() {
-        let base = 0x0f0f_0f0f_0f0f_0f0f_u64;
+    fn screens_are_the_screen_models_identity() {
+        // Step 2 renders differently (another perceptual hash) but shows the same widgets.
         let ids = screens_of(vec![
-            observation(1, "A", base),
-            observation(2, "A", base ^ 0b1_1111),
-            observation(3, "A", base ^ 0b11_1111),
-            observation(4, "B", base),
+            observation(1, "A", 7),
+            observation(2, "A", 7),
+            observation(3, "A", 8),
+            observation(4, "B", 7),
         ]);
-        assert_eq!(ids[0], ids[1], "distance 5: same screen");
-        assert_ne!(ids[0], ids[2], "distance 6: a new screen");
-        assert_ne!(ids[0], ids[3], "another activity: a new screen");
-        assert!(ids.iter().all(Option::is_some));
-    }
-
-    #[test]
-    fn the_nearest_known_screen_wins() {
-        let base = 0xffff_0000_ffff_0000_u64;
-        let ids = screens_of(vec![
-            observation(1, "A", base),
-            observation(2, "A", base ^ 0b11_1111_0000_0000),
-            observation(3, "A", base ^ 0b11_1111_0000_0001),
-        ]);
-        assert_ne!(ids[0], ids[1]);
         assert_eq!(
-            ids[2], ids[1],
-            "one bit from the second, seven from the first"
+            ids[0], ids[1],
+            "the same activity and widgets: the same screen"
         );
+        assert_ne!(ids[0], ids[2], "other widgets: another screen");
+        assert_ne!(ids[0], ids[3], "another activity: another screen");
+        assert!(ids.iter().all(Option::is_some));
     }
 
     /// A run over four screens whose decisions have 0 to 3 actions; every second action fails

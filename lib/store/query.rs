@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 
-use super::projection::ScreenIdentity;
+use super::projection::screen_row;
 use super::{Context, Result, Store};
 use crate::events::Observation;
 
@@ -251,11 +251,13 @@ impl Store {
         Ok(None)
     }
 
-    /// The known screen an observation shows (the seed rule), without recording anything.
+    /// The known screen an observation shows (see [`crate::screen::ScreenKey`]), without
+    /// recording anything.
     pub fn screen_for_observation(&self, observation: &Observation) -> Result<Option<i64>> {
-        let identity = ScreenIdentity::of(observation);
-        let candidates = identity.candidates(&self.conn)?;
-        identity.find(&self.conn, &candidates)
+        screen_row(
+            &self.conn,
+            crate::screen::ScreenKey::of(observation).as_str(),
+        )
     }
 
     /// The actions a screen offers, in the order of [`Store::unexplored_actions`].

@@ -7,7 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
 use super::{Context, Result};
-use crate::events::{ActionResult, Decision};
+use crate::events::{ActionResult, Decision, ErrorKind};
 
 /// What `run_stats` counts of a run's decisions and results, kept while projecting them, so a
 /// refresh need not read every decision's and result's JSON again.
@@ -40,7 +40,7 @@ impl Tally {
 
     pub fn result(&mut self, r: &ActionResult) {
         self.results += 1;
-        self.invalid_bbox += i64::from(r.error_kind.as_deref() == Some("invalid_bbox"));
+        self.invalid_bbox += i64::from(r.error_kind == Some(ErrorKind::InvalidBbox));
     }
 
     /// The batching and invalid-bbox fields, in the order [`counted`] gives them.

@@ -6,10 +6,27 @@ pub mod tree;
 
 pub use parse::{parse, parse_bounds, ParseError};
 pub use signature::{possible_actions, signature, PossibleAction};
-pub use tree::{element_by_ref, is_actionable, prune, prune_report, Pruned};
+pub use tree::{is_actionable, prune, prune_report, Pruned};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// The element's own words: its text (never a password field's), else its content description.
+pub fn own_label(e: &UiElement) -> &str {
+    let text = if e.password { "" } else { e.text.trim() };
+    [text, e.content_desc.trim()]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or("")
+}
+
+/// What the element is called: its [`own_label`], else its hint (an empty field's placeholder).
+pub fn label(e: &UiElement) -> &str {
+    match own_label(e) {
+        "" => e.hint.trim(),
+        own => own,
+    }
+}
 
 /// A rectangle in device pixels: `[x1, y1, x2, y2]`, right and bottom exclusive as uiautomator
 /// reports them.

@@ -112,15 +112,10 @@ pub fn prune_report(elements: &mut [UiElement]) -> Pruned {
     pruned
 }
 
-/// The element carrying `[ref=r]` after [`prune`].
-pub fn element_by_ref(elements: &[UiElement], r: u32) -> Option<&UiElement> {
-    elements.iter().find(|e| e.ref_id == Some(r))
-}
-
-/// Something a user can act on: enabled, and clickable, long-clickable, editable, scrollable or
-/// checkable.
+/// Something a user can act on: enabled, on screen with an area, and clickable, long-clickable,
+/// editable, scrollable or checkable.
 pub fn is_actionable(e: &UiElement) -> bool {
-    e.enabled && offers_action(e)
+    e.enabled && offers_action(e) && e.bounds.area() > 0
 }
 
 /// Clickable, long-clickable, editable, scrollable or checkable, enabled or not.
@@ -346,13 +341,10 @@ fn line(e: &UiElement, node: &Shown, reference: Option<u32>) -> String {
     out
 }
 
-/// The widget's own label: its text (never a password field's), else its content description.
+/// [`super::own_label`], when there is one.
 fn label(e: &UiElement) -> Option<String> {
-    let text = if e.password { "" } else { e.text.trim() };
-    let desc = e.content_desc.trim();
-    [text, desc]
-        .into_iter()
-        .find(|s| !s.is_empty())
+    Some(super::own_label(e))
+        .filter(|l| !l.is_empty())
         .map(str::to_string)
 }
 
@@ -477,8 +469,9 @@ mod tests {
         );
         let (text, elements) = tree(&body);
         assert_eq!(text, "- Button \"OK\" [ref=1]\n");
-        assert_eq!(element_by_ref(&elements, 1).unwrap().text, "OK");
-        assert!(element_by_ref(&elements, 2).is_none());
+        let by_ref = |r| elements.iter().find(|e| e.ref_id == Some(r));
+        assert_eq!(by_ref(1).unwrap().text, "OK");
+        assert!(by_ref(2).is_none());
     }
 
     #[test]
@@ -584,7 +577,8 @@ mod tests {
         let mut elements = cyclic;
         let text = prune(&mut elements);
         assert_eq!(text, "- Button \"A\" [ref=1]\n  - Text \"B\"\n");
-        assert_eq!(element_by_ref(&elements, 1).unwrap().element_id, 7);
+        let by_ref = |r| elements.iter().find(|e| e.ref_id == Some(r));
+        assert_eq!(by_ref(1).unwrap().element_id, 7);
     }
 
     #[test]

@@ -4,16 +4,23 @@ use std::io::Write;
 use std::process::Stdio;
 
 use droid::capture::offline::{observe_files, OfflineOptions};
-use droid::decide::graph::action_key;
 use droid::decide::heuristic::Heuristic;
 use droid::decide::random::RandomDecider;
-use droid::decide::widgets::signature;
 use droid::decide::{self, Credentials};
 use droid::events::{Action, ActionType, Decision, Event, Observation, ScreenHash};
+use droid::screen::{signature, ActionKey, Screen};
 use droid::ui::{Bounds, UiElement};
 use serde_json::Value;
 
 use crate::common::{droid, fixtures};
+
+/// What the heuristic decides for an observation it has already taken in.
+fn next(heuristic: &mut Heuristic, observation: &Observation) -> droid::decide::heuristic::Choice {
+    let shown = Screen::of(observation);
+    let choice = heuristic.choose(&shown);
+    heuristic.learn_choice(&shown, &choice);
+    choice
+}
 use crate::explore::explore;
 
 fn credentials() -> Credentials {
@@ -87,15 +94,14 @@ fn labels_of(observation: &Observation, actions: &[Action]) -> Vec<String> {
 fn editable_fields_are_filled_first_with_test_credentials() {
     let observation = login_form();
     let mut heuristic = Heuristic::new(0, credentials());
-    let choice = heuristic.decide(&observation);
+    let choice = heuristic.decide(&Screen::of(&observation));
     let inputs: Vec<(&str, &str)> = choice
         .actions
         .iter()
         .take_while(|a| a.action == ActionType::Input)
         .map(|a| {
             assert_eq!(a.action, ActionType::Input);
-            let element =
-                droid::ui::element_by_ref(&observation.elements, a.ref_id.unwrap()).unwrap();
+            let element = droid::screen::element_by_ref(&observation, a.ref_id.unwrap()).unwrap();
             let b = element.bounds;
             let expected = droid::events::BoundingBox {
                 top_left: [b.x1.into(), b.y1.into()],
@@ -128,7 +134,7 @@ fn editable_fields_are_filled_first_with_test_credentials() {
             "qa-user".into()
         };
     }
-    let next = heuristic.decide(&filled);
+    let next = heuristic.decide(&Screen::of(&filled));
     assert_eq!(next.actions.len(), 1);
     assert_eq!(next.actions[0].action, ActionType::Click);
 }
@@ -143,7 +149,7 @@ fn text_bearing_first_anonymous_next_risky_last_then_back_then_relaunch() {
     heuristic.set_package(Some("com.example".into()), Vec::new());
     let mut order = Vec::new();
     for _ in 0..7 {
-        let choice = heuristic.decide(&screen);
+        let choice = heuristic.decide(&Screen::of(&screen));
         order.extend(labels_of(&screen, &choice.actions));
         if choice.relaunch.is_some() {
             order.push("relaunch".into());
@@ -161,7 +167,7 @@ fn the_same_seed_gives_the_same_decisions() {
     let run = |seed: u64| {
         let mut heuristic = Heuristic::new(seed, Credentials::default());
         (0..6)
-            .map(|_| heuristic.decide(&screen).actions[0].ref_id)
+            .map(|_| heuristic.decide(&Screen::of(&screen)).actions[0].ref_id)
             .collect::<Vec<_>>()
     };
     assert_eq!(run(3), run(3));
@@ -180,7 +186,8 @@ fn the_same_seed_gives_the_same_decisions() {
 /// Takes in `on`, then learns that the widget labelled `label` (or back, for "back") was
 /// acted on there, as if chosen by another decider.
 fn act_on_label(heuristic: &mut Heuristic, on: &Observation, label: &str) {
-    heuristic.observe(on);
+    let shown = Screen::of(on);
+    heuristic.observe(&shown);
     let action = match label {
         "back" => Action::new(ActionType::Back),
         _ => Action {
@@ -188,7 +195,7 @@ fn act_on_label(heuristic: &mut Heuristic, on: &Observation, label: &str) {
             ..Action::new(ActionType::Click)
         },
     };
-    heuristic.learn_action(on, &action);
+    heuristic.learn_decision(&shown, &Decision::new(vec![action]));
 }
 
 #[test]
@@ -216,8 +223,11 @@ fn a_widget_untried_here_is_tried_here_not_walked_to_on_a_richer_screen() {
     act_on_label(&mut heuristic, &detail, "back");
     // The detail screen is the more productive, but its one untried widget is untried here
     // too: it is tried here, not walked to.
-    heuristic.observe(&home);
-    assert_eq!(labels_of(&home, &heuristic.next(&home).actions), ["Search"]);
+    heuristic.observe(&Screen::of(&home));
+    assert_eq!(
+        labels_of(&home, &next(&mut heuristic, &home).actions),
+        ["Search"]
+    );
 }
 
 #[test]
@@ -225,7 +235,8 @@ fn an_exhausted_screen_walks_the_shortest_known_path_to_untried_actions() {
     let home = buttons("Home", &["Open"]);
     let detail = buttons("Detail", &["One", "Two"]);
     let mut heuristic = Heuristic::new(0, Credentials::default());
-    let mut decide = |screen: &Observation| labels_of(screen, &heuristic.decide(screen).actions);
+    let mut decide =
+        |screen: &Observation| labels_of(screen, &heuristic.decide(&Screen::of(screen)).actions);
     assert_eq!(decide(&home), ["Open"]);
     let first = decide(&detail);
     // That button led back home, which has nothing left: the known way to Detail is taken, and
@@ -276,7 +287,7 @@ fn walk_screens() -> [Observation; 4] {
 fn a_known_path_is_walked_in_one_decision_and_its_outcome_learned() {
     let [home, menu, settings, done] = walk_screens();
     let mut heuristic = Heuristic::new(0, Credentials::default());
-    let mut decide = |screen: &Observation| heuristic.decide(screen);
+    let mut decide = |screen: &Observation| heuristic.decide(&Screen::of(screen));
     assert_eq!(labels_of(&home, &decide(&home).actions), ["Menu"]);
     assert_eq!(labels_of(&menu, &decide(&menu).actions), ["Settings"]);
     let first = labels_of(&settings, &decide(&settings).actions);
@@ -287,8 +298,9 @@ fn a_known_path_is_walked_in_one_decision_and_its_outcome_learned() {
     assert_eq!(labels_of(&home, &choice.actions[..1]), ["Menu"]);
     let expected = [centre_of(&menu, "Settings"), centre_of(&settings, other)];
     assert_eq!(taps(&choice.actions), expected);
-    let walk = choice.walk.unwrap();
-    assert_eq!((walk.moves.len(), walk.then.is_some()), (1, true));
+    // Both taps name the screen they are meant for (not observed in this decision).
+    let blind = choice.actions.iter().filter(|a| a.screen.is_some()).count();
+    assert_eq!(blind, 2);
     // Its outcome is learned as the last tap's: `other` led to Done, now on the known path.
     let tried = labels_of(&done, &decide(&done).actions);
     let left = other_of(["Xray", "Yank"], &tried);
@@ -305,7 +317,7 @@ fn a_known_path_is_walked_in_one_decision_and_its_outcome_learned() {
 fn a_walk_that_shows_where_it_started_stalled_at_its_first_move() {
     let [home, menu, settings, _] = walk_screens();
     let mut heuristic = Heuristic::new(0, Credentials::default());
-    let mut decide = |screen: &Observation| heuristic.decide(screen);
+    let mut decide = |screen: &Observation| heuristic.decide(&Screen::of(screen));
     decide(&home);
     decide(&menu);
     let first = labels_of(&settings, &decide(&settings).actions);
@@ -327,14 +339,14 @@ fn a_walk_stops_before_a_form_whose_fields_need_filling() {
     let login = with_field_first(buttons("Login", &["", "Sign in"]));
     let inside = buttons("Inside", &["One", "Two"]);
     let mut heuristic = Heuristic::new(0, Credentials::default());
-    let mut decide = |screen: &Observation| heuristic.decide(screen);
+    let mut decide = |screen: &Observation| heuristic.decide(&Screen::of(screen));
     assert_eq!(labels_of(&home, &decide(&home).actions), ["Login"]);
     assert_eq!(labels_of(&login, &decide(&login).actions), ["", "Sign in"]);
     decide(&inside);
     // Back home, the way to Inside passes the form: only its first move is taken.
     let choice = decide(&home);
     assert_eq!(labels_of(&home, &choice.actions), ["Login"]);
-    assert_eq!(choice.walk, None);
+    assert!(choice.actions.iter().all(|a| a.screen.is_none()));
 }
 
 /// The decisions `droid-decide` writes for `observations`, after learning `history`.
@@ -343,6 +355,15 @@ fn stage_decisions(history: Vec<Event>, observations: &[Observation]) -> Vec<Eve
         .iter()
         .map(|o| format!("{}\n", Event::Observation(Box::new(o.clone())).to_line()))
         .collect();
+    let (_, output) = heuristic_stage(history, &input);
+    output
+        .lines()
+        .filter_map(|line| Event::from_line(line).unwrap())
+        .collect()
+}
+
+/// A heuristic decide stage, in process, resuming `history`, over `input`.
+fn heuristic_stage(history: Vec<Event>, input: &str) -> (droid::filter::Outcome, String) {
     let config = decide::Config {
         decider: decide::Decider::Heuristic,
         seed: 0,
@@ -350,12 +371,16 @@ fn stage_decisions(history: Vec<Event>, observations: &[Observation]) -> Vec<Eve
         history,
     };
     let mut output = Vec::new();
-    decide::run(config, input.as_bytes(), &mut output, std::io::sink()).unwrap();
-    String::from_utf8(output)
-        .unwrap()
-        .lines()
-        .filter_map(|line| Event::from_line(line).unwrap())
-        .collect()
+    let mut stage = decide::Stage::new(config).unwrap();
+    let outcome = droid::filter::run(
+        &mut stage,
+        input.as_bytes(),
+        &mut output,
+        false,
+        &mut |_| {},
+    )
+    .unwrap();
+    (outcome, String::from_utf8(output).unwrap())
 }
 
 /// The decisions a long-running `droid-decide` writes for `run`, and the one a fresh process
@@ -386,14 +411,12 @@ fn a_one_shot_decide_replays_a_recorded_walk_as_it_was_taken() {
     let [home, menu, settings, done] = walk_screens();
     let run = [home.clone(), menu, settings, home.clone(), done, home];
     let (long_running, one_shot) = long_running_and_one_shot(&run);
-    assert!(
-        long_running[3].extra.contains_key("walk"),
-        "{long_running:?}"
-    );
+    let walked = |d: &Decision| d.actions.iter().filter(|a| a.screen.is_some()).count();
+    assert!(walked(&long_running[3]) > 0, "{long_running:?}");
     // A fresh process given the run so far decides the last step as the long-running one did.
     let last = &long_running[5];
     assert_eq!(one_shot.actions, last.actions);
-    assert_eq!(one_shot.extra.get("walk"), last.extra.get("walk"));
+
     assert_eq!(taps(&one_shot.actions).len(), 3);
 }
 
@@ -416,7 +439,7 @@ fn save_dialog(name: &str) -> Observation {
 fn a_form_showing_new_text_of_its_own_is_submitted_again() {
     let mut heuristic = Heuristic::new(0, Credentials::default());
     let first = save_dialog("Notes_2023.txt");
-    let choice = heuristic.decide(&first);
+    let choice = heuristic.decide(&Screen::of(&first));
     assert_eq!(
         labels_of(&first, &choice.actions),
         ["Notes_2023.txt", "SAVE"]
@@ -429,13 +452,13 @@ fn a_form_showing_new_text_of_its_own_is_submitted_again() {
     // SAVE did nothing: the dialog shows what was typed, and only back is left.
     let typed = save_dialog("Hello from droid");
     assert_eq!(
-        labels_of(&typed, &heuristic.decide(&typed).actions),
+        labels_of(&typed, &heuristic.decide(&Screen::of(&typed)).actions),
         ["back"]
     );
     // The same dialog again for another file (another page's "Export as file"): its own new
     // text may make SAVE do something else, so it is filled and submitted again.
     let other = save_dialog("Diary.txt");
-    let choice = heuristic.decide(&other);
+    let choice = heuristic.decide(&Screen::of(&other));
     assert_eq!(labels_of(&other, &choice.actions), ["Diary.txt", "SAVE"]);
 }
 
@@ -449,7 +472,7 @@ fn labels_and_texts(
     heuristic: &mut Heuristic,
     screen: &Observation,
 ) -> (Vec<String>, Vec<Option<String>>) {
-    let choice = heuristic.decide(screen);
+    let choice = heuristic.decide(&Screen::of(screen));
     let texts = choice
         .actions
         .iter()
@@ -530,14 +553,17 @@ fn an_option_tried_on_the_form_filled_is_tried_once_on_the_form_as_found() {
     // The option changed: the form is submitted again. The option still counts as untried
     // (owed a try on the form as found), which makes the form worth coming back to.
     let filled = new_note_dialog("Hello from droid", true);
-    let dialog = heuristic.observe(&filled);
-    let checklist_key = action_key(ActionType::Click, &signature(&filled.elements[2]));
+    let dialog = heuristic.observe(&Screen::of(&filled));
+    let checklist_key = ActionKey::on(ActionType::Click, signature(&filled.elements[2]));
     let untried = heuristic.graph().untried(dialog);
     assert!(
         untried.iter().any(|(key, ..)| *key == checklist_key),
         "{untried:?}"
     );
-    assert_eq!(labels_of(&filled, &heuristic.next(&filled).actions), ["OK"]);
+    assert_eq!(
+        labels_of(&filled, &next(&mut heuristic, &filled).actions),
+        ["OK"]
+    );
     let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen);
     assert_eq!(decide(&checklist).0, ["Add item"]);
     // Found empty a third time: the option is clicked once on the form as found (a checklist
@@ -565,8 +591,8 @@ fn an_option_owed_a_try_as_found_is_not_clicked_on_the_form_filled_and_chosen() 
     let chosen = |labels: &&Vec<String>| labels.iter().any(|l| l == "Checklist");
     assert_eq!(later.iter().filter(chosen).count(), 0, "{later:?}");
     // Still owed: the form stays worth coming back to.
-    let dialog = heuristic.observe(&filled);
-    let checklist = action_key(ActionType::Click, &signature(&filled.elements[2]));
+    let dialog = heuristic.observe(&Screen::of(&filled));
+    let checklist = ActionKey::on(ActionType::Click, signature(&filled.elements[2]));
     let untried = heuristic.graph().untried(dialog);
     assert!(
         untried.iter().any(|(key, ..)| *key == checklist),
@@ -587,18 +613,18 @@ fn dialog_productivity_after_ok_shows(shown: &str) -> f64 {
     let mut heuristic = Heuristic::new(0, Credentials::default());
     let (written, dialog) = main_and_dialog("2023.6.10 Sunny");
     assert_eq!(
-        labels_of(&written, &heuristic.decide(&written).actions),
+        labels_of(&written, &heuristic.decide(&Screen::of(&written)).actions),
         ["2023.6.10 Sunny"]
     );
     let (typed, _) = main_and_dialog("Hello from droid");
     assert_eq!(
-        labels_of(&typed, &heuristic.decide(&typed).actions),
+        labels_of(&typed, &heuristic.decide(&Screen::of(&typed)).actions),
         ["New note"]
     );
-    let at = heuristic.observe(&dialog);
-    let submitted = heuristic.next(&dialog).actions;
+    let at = heuristic.observe(&Screen::of(&dialog));
+    let submitted = next(&mut heuristic, &dialog).actions;
     assert_eq!(labels_of(&dialog, &submitted), ["Label", "OK"]);
-    heuristic.observe(&main_and_dialog(shown).0);
+    heuristic.observe(&Screen::of(&main_and_dialog(shown).0));
     heuristic.graph().value_here(at, 1.0)
 }
 
@@ -682,7 +708,7 @@ fn among_equals_a_widget_unlike_two_that_did_nothing_goes_first() {
         let mut heuristic = Heuristic::new(seed, Credentials::default());
         let mut picks = Vec::new();
         for _ in 0..3 {
-            let choice = heuristic.decide(&page);
+            let choice = heuristic.decide(&Screen::of(&page));
             // A row's label is the text right after it.
             let label = |row: u32| page.elements[row as usize].text.clone();
             picks.extend(choice.actions.iter().filter_map(|a| a.ref_id).map(label));
@@ -710,7 +736,8 @@ fn a_single_choice_list_is_picked_from_and_its_checked_option_comes_last() {
     let mut heuristic = Heuristic::new(0, Credentials::default());
     let home = buttons("Main", &["Settings", "About"]);
     let dialog = radios(&["Auto", "Light", "Dark", "White"], "Dark");
-    let mut decide = |screen: &Observation| labels_of(screen, &heuristic.decide(screen).actions);
+    let mut decide =
+        |screen: &Observation| labels_of(screen, &heuristic.decide(&Screen::of(screen)).actions);
     decide(&home);
     // Fresh, the list is explored before the launch screen's other button: picking an option
     // is what it is for (a toggle would promise too little to stay). Options that change
@@ -868,16 +895,9 @@ fn random_stage_is_seeded() {
 #[test]
 fn stage_runs_in_process_over_a_reader_and_a_writer() {
     let input = format!("{}\n", observation_line(1));
-    let config = decide::Config {
-        decider: decide::Decider::Heuristic,
-        seed: 0,
-        prompt: decide::prompt::PromptSettings::default(),
-        history: Vec::new(),
-    };
-    let mut output = Vec::new();
-    let outcome = decide::run(config, input.as_bytes(), &mut output, std::io::sink()).unwrap();
-    assert_eq!((outcome.decisions, outcome.bad_lines), (1, 0));
-    assert_eq!(String::from_utf8(output).unwrap().lines().count(), 2);
+    let (outcome, output) = heuristic_stage(Vec::new(), &input);
+    assert_eq!((outcome.lines, outcome.bad_lines), (1, 0));
+    assert_eq!(output.lines().count(), 2);
 }
 
 /// The bar is every reachable screen of the bundled apps and 90% of the notes app within

@@ -352,7 +352,9 @@ fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_on
     );
     let decisions = of_type(&events, "decision");
     assert_eq!(decisions.len(), 2);
-    assert_eq!(decisions[0]["decider"], "gemini");
+    // The heuristic decided the step, and the decision says so; `ai` is the failed call.
+    assert_eq!(decisions[0]["decider"], "heuristic");
+    assert_eq!(decisions[0]["ai"]["provider"], "gemini");
     assert!(decisions[0]["ai"]["error"]
         .as_str()
         .unwrap()

@@ -14,6 +14,7 @@ mod events;
 #[path = "../support/explore.rs"]
 mod explore;
 mod hash;
+mod one_graph;
 mod record;
 mod sim_adb;
 mod sim_protocol;

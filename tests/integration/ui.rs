@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use droid::ui::{element_by_ref, is_actionable, parse, prune, prune_report, UiElement};
+use droid::ui::{is_actionable, parse, prune, prune_report, UiElement};
 
 use crate::common::{fixtures, root};
 
@@ -101,11 +101,11 @@ fn every_actionable_element_on_screen_has_a_ref_unless_repeated() {
             }
         }
         for r in 1..=pruned.refs {
-            let e = element_by_ref(&elements, r).unwrap();
+            let e = by_ref(&elements, r).unwrap();
             assert_eq!(e.ref_id, Some(r));
             assert_eq!(pruned.text.matches(&format!("[ref={r}]")).count(), 1);
         }
-        assert!(element_by_ref(&elements, pruned.refs + 1).is_none());
+        assert!(by_ref(&elements, pruned.refs + 1).is_none());
     }
 }
 
@@ -207,4 +207,9 @@ fn password_text_never_reaches_the_tree() {
             }
         }
     }
+}
+
+/// The element carrying `[ref=r]`.
+fn by_ref(elements: &[UiElement], r: u32) -> Option<&UiElement> {
+    elements.iter().find(|e| e.ref_id == Some(r))
 }

@@ -1,38 +1,146 @@
-//! The heuristic (or random) exploring an app model against droid-sim, measured by the
-//! simulator's truth log: shared by the coverage test (tests/integration) and `make bench`'s
-//! coverage section, so the figures in docs/decide.md come from the loop the test runs.
+//! The heuristic (or random) exploring an app model against droid-sim through the library's
+//! exploration loop ([`droid::explore::Explorer`]), measured by the simulator's truth log:
+//! shared by the tests and `make bench`/`make coverage`, so the figures in the docs come from
+//! the loop the tests run.
 
-use droid::decide::heuristic::Heuristic;
-use droid::decide::random::RandomDecider;
-use droid::decide::Credentials;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use droid::decide::prompt::PromptSettings;
+use droid::decide::{Config, Decider, Stage};
 use droid::events::Observation;
+use droid::explore::Explorer;
+use droid::sim::model::AppModel;
 use serde_json::Value;
 
-/// Screens of the model reached within `steps_per_screen × reachable` steps of capture → hash →
-/// decide → act against the simulator (the heuristic with `seed`, else random), measured with its
-/// truth log: `(reached, reachable)`.
+/// Screens of the model reached within `steps_per_screen × reachable` steps (the heuristic
+/// with `seed`, else random), measured with the simulator's truth log: `(reached, reachable)`.
+#[allow(dead_code)]
 pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (usize, usize) {
-    use droid::capture::device::{observe_device, DeviceOptions};
-    use droid::device::{AdbDevice, Device, DeviceConfig};
-    use droid::sim::model::AppModel;
-    use droid::sim::{Sim, SimConfig};
-    use std::collections::BTreeSet;
+    let decider = match random {
+        true => Decider::Random,
+        false => Decider::Heuristic,
+    };
+    let run = run_app(app, decider, seed, steps_per_screen);
+    (run.reached.len(), run.reachable.len())
+}
 
+/// Every app model droid is measured on: the bundled ones and the real apps of the fixtures.
+#[allow(dead_code)]
+pub fn app_models() -> Vec<String> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/apps");
+    let mut apps: Vec<String> = ["builtin:shop", "builtin:settings", "builtin:tiny"]
+        .map(String::from)
+        .to_vec();
+    for app in ["notes", "onelist", "agram", "aeondroid", "acrylic"] {
+        let model = fixtures.join(app).join("model.json");
+        apps.push(model.display().to_string());
+    }
+    apps
+}
+
+/// What one exploration of an app model saw.
+#[allow(dead_code)]
+pub struct Run {
+    /// Model screens the device showed that are reachable from the start.
+    pub reached: BTreeSet<String>,
+    pub reachable: BTreeSet<String>,
+    /// Every step: its observation and the model screen the device showed when it was captured.
+    pub observed: Vec<(Observation, String)>,
+    /// Every step's events, in stream order.
+    pub events: Vec<droid::events::Event>,
+    /// The decider's screen graph at the end, by screen key.
+    pub graph: BTreeSet<String>,
+}
+
+/// The app model's package, the screens reachable from its start, and the packages of its
+/// other screens (a launcher page, a browser: part of the app's journey, not places to back
+/// out of).
+pub fn model_facts(app: &str) -> (String, BTreeSet<String>, Vec<String>) {
     let model = AppModel::load(app).unwrap();
     let package = model.package().to_string();
-    let reachable: BTreeSet<String> = model
+    let reachable = model
         .reachable()
         .into_iter()
         .map(|i| model.screen(i).id.clone())
         .collect();
-    // Screens of other packages in the model (a launcher page, a browser) are part of the app's
-    // journey, not places to back out of.
-    let allowed: Vec<String> = model
+    let allowed = model
         .screens()
         .iter()
         .map(|s| s.package.clone())
         .filter(|p| *p != package)
         .collect();
+    (package, reachable, allowed)
+}
+
+/// A decide stage for an app model's package.
+pub fn stage_for(
+    app: &str,
+    decider: Decider,
+    seed: u64,
+    history: Vec<droid::events::Event>,
+) -> Stage {
+    let (package, _, allowed) = model_facts(app);
+    Stage::new(Config {
+        decider,
+        seed,
+        prompt: PromptSettings {
+            package: Some(package),
+            allowed_packages: allowed,
+            ..PromptSettings::default()
+        },
+        history,
+    })
+    .unwrap()
+}
+
+/// An act configuration without pauses (the simulator needs none).
+pub fn quick_act() -> droid::act::Config {
+    droid::act::Config {
+        pause: std::time::Duration::ZERO,
+        settle: std::time::Duration::ZERO,
+        long_press_ms: 600,
+        default_wait: std::time::Duration::ZERO,
+        test_password: None,
+    }
+}
+
+/// Explores an app model on a fresh simulator with a long-running decide stage.
+pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> Run {
+    let mut stage = stage_for(app, decider, seed, Vec::new());
+    let (_, reachable, _) = model_facts(app);
+    let steps = steps_per_screen * reachable.len() as u64;
+    with_sim(app, |explorer, truth| {
+        let mut run = Run {
+            reached: BTreeSet::new(),
+            reachable: reachable.clone(),
+            observed: Vec::new(),
+            events: Vec::new(),
+            graph: BTreeSet::new(),
+        };
+        for step in 1..=steps {
+            let taken = explorer.step(step, &mut stage).unwrap();
+            run.observed
+                .push((taken.observation.clone(), shown(truth).unwrap_or_default()));
+            run.events.extend(taken.events());
+        }
+        run.reached = reached(truth, &reachable);
+        let graph = stage.heuristic().graph();
+        run.graph = (0..graph.screen_count())
+            .filter_map(|id| graph.key(id).map(|k| k.as_str().to_string()))
+            .collect();
+        run
+    })
+}
+
+/// Runs `f` with an explorer on a fresh simulator serving `app`, the app launched, and the
+/// path of the simulator's truth log.
+pub fn with_sim<T>(app: &str, f: impl FnOnce(&Explorer, &Path) -> T) -> T {
+    use droid::capture::device::DeviceOptions;
+    use droid::device::{AdbDevice, Device, DeviceConfig};
+    use droid::sim::{Sim, SimConfig};
+
+    let (package, _, _) = model_facts(app);
     let dir = tempfile::tempdir().unwrap();
     let truth = dir.path().join("truth.jsonl");
     let sim = Sim::start(SimConfig {
@@ -42,68 +150,34 @@ pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (us
     .unwrap();
     let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial())).unwrap();
     device.launch(&package).unwrap();
-    let info = device.info().unwrap();
-    let act = droid::act::Config {
-        pause: std::time::Duration::ZERO,
-        settle: std::time::Duration::ZERO,
-        long_press_ms: 600,
-        default_wait: std::time::Duration::ZERO,
-        test_password: None,
+    let capture = DeviceOptions {
+        out_dir: dir.path().join("shots"),
+        screenshot: true,
+        concurrent: true,
+        run_id: Some("r1".into()),
+        step: None,
     };
-    let mut heuristic = Heuristic::new(seed, Credentials::default());
-    heuristic.set_package(Some(package.clone()), allowed);
-    let mut monkey = RandomDecider::new(1);
-    for step in 0..steps_per_screen * reachable.len() as u64 {
-        let observation = observe_device(
-            &device,
-            &info,
-            &DeviceOptions {
-                out_dir: dir.path().join("shots"),
-                screenshot: true,
-                concurrent: true,
-                run_id: Some("r1".into()),
-                step: Some(step),
-            },
-        )
-        .unwrap();
-        let observation = hashed(observation);
-        // A relaunch is droid-act's to carry out, as in a pipeline of the binaries.
-        let decision = match random {
-            true => droid::events::Decision::new(vec![monkey.decide(&observation)]),
-            false => heuristic.decide(&observation).to_decision(),
-        };
-        let decision = droid::events::Decision {
-            run_id: Some("r1".into()),
-            step: Some(step),
-            ..decision
-        };
-        droid::act::execute_decision(&act, &device, &decision, Some(&observation));
-    }
-    let reached: BTreeSet<String> = std::fs::read_to_string(&truth)
+    let explorer = Explorer::new(&device, capture, quick_act()).unwrap();
+    f(&explorer, &truth)
+}
+
+/// The model screen the device shows now: the truth log's last screen line.
+pub fn shown(truth: &Path) -> Option<String> {
+    std::fs::read_to_string(truth)
+        .unwrap()
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["screen"].as_str().map(str::to_string))
+}
+
+/// The reachable model screens the truth log shows were reached.
+pub fn reached(truth: &Path, reachable: &BTreeSet<String>) -> BTreeSet<String> {
+    std::fs::read_to_string(truth)
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["screen"].as_str().map(str::to_string))
         .filter(|s| reachable.contains(s))
-        .collect();
-    (reached.len(), reachable.len())
-}
-
-/// The observation as droid-hash enriches it (perceptual, layout and structure hashes).
-fn hashed(observation: Observation) -> Observation {
-    let line = droid::events::Event::Observation(Box::new(observation)).to_line();
-    let mut output = Vec::new();
-    let mut report = |_: &str| {};
-    droid::hash::run(
-        droid::hash::Config {
-            report: &mut report,
-        },
-        format!("{line}\n").as_bytes(),
-        &mut output,
-    )
-    .unwrap();
-    match droid::events::Event::from_line(String::from_utf8(output).unwrap().trim()) {
-        Ok(Some(droid::events::Event::Observation(observation))) => *observation,
-        other => panic!("not an observation: {other:?}"),
-    }
+        .collect()
 }

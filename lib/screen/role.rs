@@ -1,11 +1,10 @@
-//! What the deciders need to know about elements: which can be acted on, how to name them, how
-//! to recognise the same widget across visits.
-//!
-//! These mirror `droid::ui`'s rules for the fields an observation carries, so a decider works on
-//! any observation, including ones from other producers that leave `signature` or refs empty.
+//! Roles: what kind of action a widget offers and how promising it is, from how Android apps
+//! are built (classes, flags, the words on buttons), never from a particular app.
 
-use crate::events::{ActionType, BoundingBox, Observation};
-use crate::ui::{self, Bounds, UiElement};
+use crate::events::ActionType;
+use crate::ui::{is_actionable, UiElement};
+
+use super::element::{descendants, label_in};
 
 /// Labels of actions a careful tester leaves for last (they end the session or destroy data).
 const RISKY_WORDS: [&str; 14] = [
@@ -161,20 +160,6 @@ fn is_toggle(elements: &[UiElement], element: &UiElement) -> bool {
     element.checkable || descendants(elements, element).any(|e| e.checkable)
 }
 
-/// The elements under `element` (they follow it in document order, deeper than it).
-fn descendants<'a>(
-    elements: &'a [UiElement],
-    element: &'a UiElement,
-) -> impl Iterator<Item = &'a UiElement> {
-    let at = elements
-        .iter()
-        .position(|e| e.element_id == element.element_id)
-        .map_or(elements.len(), |at| at + 1);
-    elements[at..]
-        .iter()
-        .take_while(move |e| e.depth > element.depth)
-}
-
 /// A label that submits a form ("Sign in", "Continue to payment"), matched by whole words so
 /// "Notebook" is not "ok".
 pub fn is_submit(label: &str) -> bool {
@@ -196,64 +181,6 @@ fn words_of(label: &str) -> String {
 
 fn starts_with_phrase(label: &str, phrase: &str) -> bool {
     words_of(label).starts_with(&format!(" {phrase} "))
-}
-
-/// An element worth acting on: [`ui::is_actionable`] and with an area on screen.
-pub fn is_actionable(element: &UiElement) -> bool {
-    ui::is_actionable(element) && element.bounds.area() > 0
-}
-
-/// The actionable elements an explorer tries, without wrappers: a row whose only words are
-/// those of an actionable element inside it (a preference row around its check box) is the
-/// same control as that element.
-pub fn controls(elements: &[UiElement]) -> impl Iterator<Item = &UiElement> {
-    elements
-        .iter()
-        .filter(|e| is_actionable(e) && !is_wrapper(elements, e))
-}
-
-fn is_wrapper(elements: &[UiElement], element: &UiElement) -> bool {
-    if element.editable || !label(element).is_empty() {
-        return false;
-    }
-    let words = label_in(elements, element);
-    !words.is_empty()
-        && descendants(elements, element).any(|inner| is_actionable(inner) && label(inner) == words)
-}
-
-/// The element's own words: text, else content description, else hint.
-pub fn label(element: &UiElement) -> &str {
-    [&element.text, &element.content_desc, &element.hint]
-        .into_iter()
-        .map(|s| s.trim())
-        .find(|s| !s.is_empty())
-        .unwrap_or("")
-}
-
-/// The element's own words, else those of its first labelled descendant (a list row whose text
-/// sits in a child `TextView`).
-pub fn label_in<'a>(elements: &'a [UiElement], element: &'a UiElement) -> &'a str {
-    let own = label(element);
-    if !own.is_empty() {
-        return own;
-    }
-    descendants(elements, element)
-        .map(label)
-        .find(|l| !l.is_empty())
-        .unwrap_or(own)
-}
-
-/// The widget signature the capture computed, or one from class, id, description and (for
-/// non-editable widgets) text when the producer left it empty.
-pub fn signature(element: &UiElement) -> String {
-    if !element.signature.is_empty() {
-        return element.signature.clone();
-    }
-    let text = if element.editable { "" } else { &element.text };
-    format!(
-        "{}|{}|{}|{}",
-        element.class_name, element.resource_id, element.content_desc, text
-    )
 }
 
 /// A label or id that promises to end the session or destroy data (`label` is the element's
@@ -307,112 +234,4 @@ pub fn primary_action(element: &UiElement) -> ActionType {
 fn is_pager(element: &UiElement) -> bool {
     let class = element.class_name.to_ascii_lowercase();
     class.contains("viewpager") || class.contains("horizontalscrollview")
-}
-
-/// The element a `[ref=N]` names: by `ref` when the observation has refs, else by `element_id`.
-pub fn element_by_ref(observation: &Observation, reference: u32) -> Option<&UiElement> {
-    let elements = &observation.elements;
-    if elements.iter().any(|e| e.ref_id.is_some()) {
-        ui::element_by_ref(elements, reference)
-    } else {
-        elements.iter().find(|e| e.element_id == reference)
-    }
-}
-
-/// The reference a prompt shows for an element (see [`element_by_ref`]).
-pub fn reference(observation: &Observation, element: &UiElement) -> u32 {
-    if observation.elements.iter().any(|e| e.ref_id.is_some()) {
-        element.ref_id.unwrap_or(element.element_id)
-    } else {
-        element.element_id
-    }
-}
-
-/// How a decision names an action on an element: its type, the element's short class and its
-/// label (`click Button "Login"`), or without a label `click ImageButton`.
-pub fn describe(elements: &[UiElement], element: &UiElement, kind: ActionType) -> String {
-    let name = label_in(elements, element);
-    let class = element.class_name.rsplit('.').next().unwrap_or("");
-    if name.is_empty() {
-        format!("{kind} {class}")
-    } else {
-        format!("{kind} {class} \"{name}\"")
-    }
-}
-
-pub fn bounding_box(bounds: Bounds) -> BoundingBox {
-    BoundingBox {
-        top_left: [i64::from(bounds.x1), i64::from(bounds.y1)],
-        bottom_right: [i64::from(bounds.x2), i64::from(bounds.y2)],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn element(text: &str, resource_id: &str) -> UiElement {
-        UiElement {
-            text: text.into(),
-            resource_id: resource_id.into(),
-            class_name: "android.widget.Button".into(),
-            clickable: true,
-            enabled: true,
-            bounds: Bounds::from([0, 0, 10, 10]),
-            ..UiElement::default()
-        }
-    }
-
-    #[test]
-    fn risky_labels_and_ids() {
-        assert!(is_risky(&element("Log out", ""), ""));
-        assert!(is_risky(&element("", "com.app:id/sign_out"), ""));
-        assert!(is_risky(&element("", "com.app:id/row"), "Delete note"));
-        assert!(!is_risky(
-            &element("Settings", "com.app:id/settings"),
-            "Settings"
-        ));
-    }
-
-    #[test]
-    fn radio_buttons_outside_a_form_are_choices_and_a_checked_one_comes_last() {
-        let radio = |text: &str, checked: bool| UiElement {
-            class_name: "android.widget.RadioButton".into(),
-            checkable: true,
-            checked,
-            ..element(text, "")
-        };
-        let mut check_box = radio("Wrap lines", false);
-        check_box.class_name = "android.widget.CheckBox".into();
-        let list = [radio("Light", false), radio("Dark", true), check_box];
-        assert_eq!(rank(&list, &list[0], false), Rank::Text);
-        assert_eq!(rank(&list, &list[1], false), Rank::Chosen);
-        assert_eq!(rank(&list, &list[2], false), Rank::Toggle);
-        // In a form (a new note's title and its type), a radio button sets an option.
-        assert_eq!(rank(&list, &list[0], true), Rank::Toggle);
-        assert_eq!(rank(&list, &list[1], true), Rank::Chosen);
-        assert!(Rank::Chosen.promise() < Rank::Risky.promise());
-    }
-
-    #[test]
-    fn three_rows_of_one_kind_without_a_scrollable_container_are_a_list() {
-        let rows: Vec<UiElement> = (0..3).map(|_| element("Row", "com.app:id/row")).collect();
-        assert!(is_unmarked_list(&rows));
-        assert!(!is_unmarked_list(&rows[..2]));
-        let mut scrollable = rows.clone();
-        scrollable[0].scrollable = true;
-        assert!(!is_unmarked_list(&scrollable));
-    }
-
-    #[test]
-    fn signature_falls_back_and_ignores_typed_text() {
-        let mut field = element("typed", "com.app:id/email");
-        field.editable = true;
-        assert_eq!(
-            signature(&field),
-            "android.widget.Button|com.app:id/email||"
-        );
-        field.signature = "given".into();
-        assert_eq!(signature(&field), "given");
-    }
 }

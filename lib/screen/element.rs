@@ -1,0 +1,184 @@
+//! Facts about one element of a screen: its words, how to name it, which element a decision's
+//! `ref` or box means, and the widget signature when a producer left it out.
+
+use crate::events::{Action, ActionType, BoundingBox, Observation};
+use crate::ui::{self, is_actionable, Bounds, UiElement};
+
+/// Least overlap (intersection over union) at which a box means an element.
+const SNAP_OVERLAP: f64 = 0.3;
+
+/// The elements under `element` (they follow it in document order, deeper than it).
+pub fn descendants<'a>(
+    elements: &'a [UiElement],
+    element: &'a UiElement,
+) -> impl Iterator<Item = &'a UiElement> {
+    let at = elements
+        .iter()
+        .position(|e| e.element_id == element.element_id)
+        .map_or(elements.len(), |at| at + 1);
+    elements[at..]
+        .iter()
+        .take_while(move |e| e.depth > element.depth)
+}
+
+/// The actionable elements an explorer tries, without wrappers: a row whose only words are
+/// those of an actionable element inside it (a preference row around its check box) is the
+/// same control as that element.
+pub fn controls(elements: &[UiElement]) -> impl Iterator<Item = &UiElement> {
+    elements
+        .iter()
+        .filter(|e| is_actionable(e) && !is_wrapper(elements, e))
+}
+
+fn is_wrapper(elements: &[UiElement], element: &UiElement) -> bool {
+    if element.editable || !ui::label(element).is_empty() {
+        return false;
+    }
+    let words = label_in(elements, element);
+    !words.is_empty()
+        && descendants(elements, element)
+            .any(|inner| is_actionable(inner) && ui::label(inner) == words)
+}
+
+/// The element's [`ui::label`], else that of its first labelled descendant (a list row whose
+/// text sits in a child `TextView`). Never a password field's text.
+pub fn label_in<'a>(elements: &'a [UiElement], element: &'a UiElement) -> &'a str {
+    let own = ui::label(element);
+    if !own.is_empty() {
+        return own;
+    }
+    descendants(elements, element)
+        .map(ui::label)
+        .find(|l| !l.is_empty())
+        .unwrap_or(own)
+}
+
+/// How people read an element: its short class and its label (`Button "Login"`), else its
+/// resource id's name (`ImageButton #menu`), else the class alone; a password field says so
+/// (`EditText "Password" (password)`) and never shows its text.
+pub fn describe(elements: &[UiElement], element: &UiElement) -> String {
+    let class = element
+        .class_name
+        .rsplit('.')
+        .next()
+        .unwrap_or(&element.class_name);
+    let label = label_in(elements, element);
+    let id = element
+        .resource_id
+        .rsplit_once(":id/")
+        .map_or(element.resource_id.as_str(), |(_, name)| name);
+    let named = match (label.is_empty(), id.is_empty()) {
+        (false, _) => format!("{class} \"{label}\""),
+        (true, false) => format!("{class} #{id}"),
+        (true, true) => class.to_string(),
+    };
+    match element.password {
+        true => format!("{named} (password)"),
+        false => named,
+    }
+}
+
+/// How a decision names an action on an element: `click Button "Login"`.
+pub fn describe_action(elements: &[UiElement], element: &UiElement, kind: &ActionType) -> String {
+    format!("{kind} {}", describe(elements, element))
+}
+
+/// The widget signature the capture computed, or one from class, id, description and (for
+/// non-editable widgets) text when the producer left it empty.
+pub fn signature(element: &UiElement) -> String {
+    if !element.signature.is_empty() {
+        return element.signature.clone();
+    }
+    let text = if element.editable { "" } else { &element.text };
+    format!(
+        "{}|{}|{}|{}",
+        element.class_name, element.resource_id, element.content_desc, text
+    )
+}
+
+/// Whether the observation's elements carry `[ref=N]`s (the pruned tree gave them out).
+fn has_refs(observation: &Observation) -> bool {
+    observation.elements.iter().any(|e| e.ref_id.is_some())
+}
+
+/// The element a reference names: by `ref` when the observation has refs, else by
+/// `element_id` (what a prompt shows for an observation without a pruned tree, see
+/// [`reference`]).
+pub fn element_by_ref(observation: &Observation, reference: u32) -> Option<&UiElement> {
+    let elements = &observation.elements;
+    match has_refs(observation) {
+        true => elements.iter().find(|e| e.ref_id == Some(reference)),
+        false => elements.iter().find(|e| e.element_id == reference),
+    }
+}
+
+/// The reference a prompt shows for an element (see [`element_by_ref`]).
+pub fn reference(observation: &Observation, element: &UiElement) -> u32 {
+    match has_refs(observation) {
+        true => element.ref_id.unwrap_or(element.element_id),
+        false => element.element_id,
+    }
+}
+
+/// The element a box means: the actionable element it overlaps best (intersection over union
+/// at least 0.3), else the smallest actionable element under its centre.
+pub fn snap<'a>(elements: &'a [UiElement], target: &BoundingBox) -> Option<&'a UiElement> {
+    let target = bounds_of(target);
+    let candidates = || elements.iter().filter(|e| is_actionable(e));
+    let best = candidates()
+        .map(|e| (overlap(&e.bounds, &target), e))
+        .filter(|(score, _)| *score >= SNAP_OVERLAP)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((_, element)) = best {
+        return Some(element);
+    }
+    let (cx, cy) = target.center();
+    candidates()
+        .filter(|e| e.bounds.contains(cx, cy))
+        .min_by_key(|e| e.bounds.area())
+}
+
+/// The element an action targets: its `ref` (see [`element_by_ref`]), else what its box
+/// snaps to.
+pub fn target_of<'a>(observation: &'a Observation, action: &Action) -> Option<&'a UiElement> {
+    match action.ref_id {
+        Some(reference) => element_by_ref(observation, reference),
+        None => snap(&observation.elements, action.target_bounding_box.as_ref()?),
+    }
+}
+
+/// A box in device pixels as bounds (coordinates beyond `i32` clamped).
+pub fn bounds_of(target: &BoundingBox) -> Bounds {
+    let clamp = |v: i64| i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX });
+    Bounds {
+        x1: clamp(target.top_left[0]),
+        y1: clamp(target.top_left[1]),
+        x2: clamp(target.bottom_right[0]),
+        y2: clamp(target.bottom_right[1]),
+    }
+}
+
+/// Bounds as a decision's box.
+pub fn bounding_box(bounds: Bounds) -> BoundingBox {
+    BoundingBox {
+        top_left: [i64::from(bounds.x1), i64::from(bounds.y1)],
+        bottom_right: [i64::from(bounds.x2), i64::from(bounds.y2)],
+    }
+}
+
+/// Intersection over union.
+fn overlap(a: &Bounds, b: &Bounds) -> f64 {
+    let inter = Bounds {
+        x1: a.x1.max(b.x1),
+        y1: a.y1.max(b.y1),
+        x2: a.x2.min(b.x2),
+        y2: a.y2.min(b.y2),
+    }
+    .area();
+    let union = a.area() + b.area() - inter;
+    if union <= 0 {
+        0.0
+    } else {
+        inter as f64 / union as f64
+    }
+}

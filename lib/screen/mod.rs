@@ -1,0 +1,511 @@
+//! The screen model: what droid knows about one observed screen, computed once per observation
+//! and asked by every stage that needs it (the deciders, droid-act, the store, the reports).
+//!
+//! - **Identity** ([`ScreenKey`]): one rule, in one function. Two observations show the same
+//!   screen when they show the same activity and the same actionable widgets (by signature, see
+//!   [`crate::ui::signature`]: class, resource id, description and, but for fields, text, over
+//!   the widget's subtree; typed text, position, focus and checked state left out). A screen
+//!   without actionable widgets (a canvas, a splash, a loading page) is told apart by its
+//!   layout: every element's class, id, words and, outside scrolling containers, bounds. The
+//!   rule was chosen by measuring candidates against the simulator's ground truth over every
+//!   app model (`docs/hashing.md`).
+//! - **Widgets** ([`Widget`]): the actionable elements an explorer tries (wrappers folded into
+//!   the control they wrap), one per action, with the action they offer under one typed key
+//!   ([`ActionKey`]), their role ([`Rank`]) and their label (never a password field's text).
+//! - **Targets**: which element a decision's `ref` or box means ([`target_of`]): one rule for
+//!   the deciders and droid-act alike.
+
+mod element;
+mod role;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::events::{Action, ActionType, Observation};
+use crate::ui::UiElement;
+
+pub use element::{
+    bounding_box, bounds_of, controls, descendants, describe, describe_action, element_by_ref,
+    label_in, reference, signature, snap, target_of,
+};
+pub use role::{is_risky, is_submit, is_unmarked_list, primary_action, rank, shape, Rank};
+
+/// Which screen an observation shows (see the module documentation): the activity (else the
+/// package), a bar, and a digest of the actionable widgets (`w:`) or, without any, of the layout
+/// (`l:`). The same string in the decider's graph, crawler.db's `screens.composite_hash` and
+/// the reports.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ScreenKey(String);
+
+impl ScreenKey {
+    /// The key of the screen an observation shows.
+    pub fn of(observation: &Observation) -> ScreenKey {
+        Screen::of(observation).key
+    }
+
+    /// A key as stored (no check: a stored key is whatever droid wrote).
+    pub fn from_stored(key: impl Into<String>) -> ScreenKey {
+        ScreenKey(key.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn from_parts(observation: &Observation, widgets: &[Widget]) -> ScreenKey {
+        let activity = observation
+            .activity
+            .as_deref()
+            .or(observation.package.as_deref())
+            .unwrap_or_default();
+        let mut hasher = Sha256::new();
+        let kind = match widgets.is_empty() {
+            false => {
+                let mut keys: Vec<String> = widgets.iter().map(|w| w.key.to_string()).collect();
+                keys.sort_unstable();
+                for key in keys {
+                    hasher.update(key.as_bytes());
+                    hasher.update([0]);
+                }
+                "w"
+            }
+            true => {
+                hash_layout(&observation.elements, &mut hasher);
+                "l"
+            }
+        };
+        let digest = hasher.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        ScreenKey(format!(
+            "{activity}|{kind}:{:016x}",
+            u64::from_be_bytes(first)
+        ))
+    }
+}
+
+impl fmt::Display for ScreenKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Every element's depth, class, id, words (but typed text) and, outside scrolling
+/// containers, bounds: what a screen without actionable widgets is recognised by.
+fn hash_layout(elements: &[UiElement], hasher: &mut Sha256) {
+    let mut scrolling: Vec<(u32, bool)> = Vec::new();
+    for element in elements {
+        while scrolling
+            .last()
+            .is_some_and(|&(depth, _)| depth >= element.depth)
+        {
+            scrolling.pop();
+        }
+        let inside = scrolling.last().is_some_and(|&(_, inside)| inside);
+        let text = if element.editable { "" } else { &element.text };
+        for part in [
+            &element.class_name,
+            &element.resource_id,
+            text,
+            &element.content_desc,
+        ] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        hasher.update(element.depth.to_le_bytes());
+        if !inside {
+            for side in <[i32; 4]>::from(element.bounds) {
+                hasher.update(side.to_le_bytes());
+            }
+        }
+        scrolling.push((element.depth, inside || element.scrollable));
+    }
+}
+
+/// An action on a screen: what it does and, for an action on a widget, the widget's signature.
+/// Back and scrolling the whole screen have no widget. Ordered as their text (see `Display`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ActionKey {
+    pub kind: ActionType,
+    pub widget: Option<String>,
+}
+
+/// The system back, offered on every screen.
+pub static BACK: ActionKey = ActionKey {
+    kind: ActionType::Back,
+    widget: None,
+};
+
+/// Scrolling the whole screen down, offered on lists without a scrollable container.
+pub static SCROLL: ActionKey = ActionKey {
+    kind: ActionType::ScrollDown,
+    widget: None,
+};
+
+impl Ord for ActionKey {
+    fn cmp(&self, other: &ActionKey) -> std::cmp::Ordering {
+        // No action name is another's prefix, and `:` sorts before every character of a name:
+        // comparing the parts orders keys as their text does.
+        (self.kind.as_str(), &self.widget).cmp(&(other.kind.as_str(), &other.widget))
+    }
+}
+
+impl PartialOrd for ActionKey {
+    fn partial_cmp(&self, other: &ActionKey) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl ActionKey {
+    /// The system back, offered on every screen.
+    pub fn back() -> ActionKey {
+        BACK.clone()
+    }
+
+    /// Scrolling the whole screen down (see [`SCROLL`]).
+    pub fn scroll() -> ActionKey {
+        SCROLL.clone()
+    }
+
+    /// `kind` on the widget with `signature`.
+    pub fn on(kind: ActionType, signature: impl Into<String>) -> ActionKey {
+        ActionKey {
+            kind,
+            widget: Some(signature.into()),
+        }
+    }
+
+    /// The key of an element's main action.
+    pub fn of(element: &UiElement) -> ActionKey {
+        ActionKey::on(primary_action(element), signature(element))
+    }
+
+    /// Whether it types into a field.
+    pub fn is_input(&self) -> bool {
+        self.kind == ActionType::Input && self.widget.is_some()
+    }
+
+    /// Whether it clicks a widget.
+    pub fn is_click(&self) -> bool {
+        self.kind == ActionType::Click && self.widget.is_some()
+    }
+}
+
+impl fmt::Display for ActionKey {
+    /// `back`, `scroll_down`, `click:<signature>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.widget {
+            Some(widget) => write!(f, "{}:{widget}", self.kind),
+            None => f.write_str(self.kind.as_str()),
+        }
+    }
+}
+
+/// An actionable widget of a screen.
+#[derive(Debug, Clone)]
+pub struct Widget<'o> {
+    pub element: &'o UiElement,
+    pub key: ActionKey,
+    pub rank: Rank,
+    /// Its [`label_in`] its screen.
+    pub label: &'o str,
+    /// A form's control: after the form's first field, a check box, radio button or submit
+    /// button (a toolbar above an editor is not one).
+    pub control: bool,
+}
+
+impl Widget<'_> {
+    pub fn is_field(&self) -> bool {
+        self.element.editable
+    }
+}
+
+/// One observed screen (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct Screen<'o> {
+    observation: &'o Observation,
+    key: ScreenKey,
+    widgets: Vec<Widget<'o>>,
+    /// The screen shows rows of one kind without a scrollable container.
+    unmarked_list: bool,
+}
+
+impl<'o> Screen<'o> {
+    pub fn of(observation: &'o Observation) -> Screen<'o> {
+        let elements = &observation.elements[..];
+        let mut seen = std::collections::HashSet::new();
+        let actionable: Vec<&UiElement> = controls(elements)
+            .filter(|e| seen.insert(ActionKey::of(e)))
+            .collect();
+        let first_field = actionable.iter().find(|e| e.editable).map(|e| e.element_id);
+        let has_form = first_field.is_some();
+        let widgets: Vec<Widget> = actionable
+            .into_iter()
+            .map(|element| {
+                let label = label_in(elements, element);
+                let control = first_field.is_some_and(|field| element.element_id > field)
+                    && (element.checkable || is_submit(label));
+                Widget {
+                    element,
+                    key: ActionKey::of(element),
+                    rank: rank(elements, element, has_form),
+                    label,
+                    control,
+                }
+            })
+            .collect();
+        let key = ScreenKey::from_parts(observation, &widgets);
+        Screen {
+            observation,
+            key,
+            widgets,
+            unmarked_list: is_unmarked_list(elements),
+        }
+    }
+
+    pub fn key(&self) -> &ScreenKey {
+        &self.key
+    }
+
+    pub fn observation(&self) -> &'o Observation {
+        self.observation
+    }
+
+    pub fn elements(&self) -> &'o [UiElement] {
+        &self.observation.elements
+    }
+
+    /// The actionable widgets, one per action key, in document order.
+    pub fn widgets(&self) -> &[Widget<'o>] {
+        &self.widgets
+    }
+
+    /// The widget offering `key`.
+    pub fn widget(&self, key: &ActionKey) -> Option<&Widget<'o>> {
+        self.widgets.iter().find(|w| &w.key == key)
+    }
+
+    /// The editable fields.
+    pub fn fields(&self) -> impl Iterator<Item = &Widget<'o>> {
+        self.widgets.iter().filter(|w| w.is_field())
+    }
+
+    /// The screen has editable fields.
+    pub fn has_form(&self) -> bool {
+        self.widgets.iter().any(Widget::is_field)
+    }
+
+    /// The form's submit buttons (its controls that are not options).
+    pub fn submits(&self) -> Vec<ActionKey> {
+        self.widgets
+            .iter()
+            .filter(|w| w.control && !w.element.checkable)
+            .map(|w| w.key.clone())
+            .collect()
+    }
+
+    /// Whether scrolling the whole screen may show more (rows of one kind and no scrollable
+    /// container).
+    pub fn offers_screen_scroll(&self) -> bool {
+        self.unmarked_list
+    }
+
+    /// Every action the screen offers, with its role: its widgets' actions, a whole-screen
+    /// scroll where [`Screen::offers_screen_scroll`], and back.
+    pub fn actions(&self) -> Vec<(ActionKey, Rank)> {
+        let mut actions: Vec<(ActionKey, Rank)> = self
+            .widgets
+            .iter()
+            .map(|w| (w.key.clone(), w.rank))
+            .collect();
+        if self.unmarked_list {
+            actions.push((ActionKey::scroll(), Rank::ScreenScroll));
+        }
+        actions.push((ActionKey::back(), Rank::Dismissive));
+        actions
+    }
+
+    /// The key of what `action` does on this screen: back, a whole-screen scroll, or its type
+    /// on the widget it names (a tap on a widget clicks it) or targets (`None` when it targets
+    /// nothing here).
+    pub fn key_of(&self, action: &Action) -> Option<ActionKey> {
+        ActionKey::of_action(action, || {
+            target_of(self.observation, action).map(signature)
+        })
+    }
+}
+
+impl ActionKey {
+    /// The key of what a decision's action does: back, a whole-screen scroll, or its type on
+    /// the widget it names or, failing that, on the widget `resolve` finds for it (the element
+    /// its ref or box means, or the one droid-act acted on). A tap on a widget clicks it.
+    pub fn of_action(
+        action: &Action,
+        resolve: impl FnOnce() -> Option<String>,
+    ) -> Option<ActionKey> {
+        let whole_screen = action.ref_id.is_none() && action.target_bounding_box.is_none();
+        let kind = match &action.action {
+            ActionType::Back => return Some(ActionKey::back()),
+            ActionType::Tap if action.widget.is_some() => ActionType::Click,
+            ActionType::ScrollDown if whole_screen && action.widget.is_none() => {
+                return Some(ActionKey::scroll())
+            }
+            kind => kind.clone(),
+        };
+        let widget = action.widget.clone().or_else(resolve)?;
+        Some(ActionKey::on(kind, widget))
+    }
+}
+
+/// Which action of a step a screen reached after it is the outcome of, given the actions taken
+/// in order and the screen each was meant for (`screen_of`; a decider walking a known path
+/// meant later moves for screens it did not observe). The last action taken on each screen
+/// passed counts: when the screen reached is one of those passed before the last, the move
+/// taken there went nowhere (a link dead in this state of the app) and its outcome is that
+/// screen again; otherwise the outcome is the last action's. Returns the action and whether it
+/// went nowhere. One rule for the decider's graph and the store's.
+pub fn outcome<'t, T, S: PartialEq>(
+    taken: &'t [T],
+    screen_of: impl Fn(&T) -> &S,
+    reached: &S,
+) -> Option<(&'t T, bool)> {
+    let mut lasts: Vec<&T> = Vec::new();
+    for step in taken {
+        match lasts.last_mut() {
+            Some(last) if screen_of(last) == screen_of(step) => *last = step,
+            _ => lasts.push(step),
+        }
+    }
+    let (last, passed) = lasts.split_last()?;
+    match passed.iter().find(|step| screen_of(step) == reached) {
+        Some(step) => Some((step, true)),
+        None => Some((last, false)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::{parse, prune};
+
+    fn observation(activity: &str, xml: &str) -> Observation {
+        let mut elements = parse(xml).unwrap();
+        prune(&mut elements);
+        Observation {
+            activity: Some(activity.into()),
+            elements,
+            ..Observation::default()
+        }
+    }
+
+    const FORM: &str = r#"<hierarchy><node class="android.widget.FrameLayout" bounds="[0,0][1080,2400]"><node class="android.widget.EditText" resource-id="app:id/email" text="typed@example.com" clickable="true" focusable="true" enabled="true" bounds="[0,100][1080,200]"/><node class="android.widget.EditText" resource-id="app:id/password" password="true" text="secret" clickable="true" enabled="true" bounds="[0,200][1080,300]"/><node class="android.widget.CheckBox" text="Remember me" checkable="true" clickable="true" enabled="true" bounds="[0,300][1080,400]"/><node class="android.widget.Button" text="Sign in" clickable="true" enabled="true" bounds="[0,400][1080,500]"/><node class="android.widget.TextView" text="12:03" bounds="[0,500][1080,600]"/></node></hierarchy>"#;
+
+    #[test]
+    fn typed_text_checked_state_and_passive_text_keep_the_screen() {
+        let base = ScreenKey::of(&observation("A", FORM));
+        for same in [
+            FORM.replace("typed@example.com", ""),
+            FORM.replace("checkable=\"true\"", "checkable=\"true\" checked=\"true\""),
+            FORM.replace("12:03", "12:04"),
+        ] {
+            assert_eq!(ScreenKey::of(&observation("A", &same)), base, "{same}");
+        }
+        for other in [
+            FORM.replace("Sign in", "Sign up"),
+            FORM.replace("app:id/email", "app:id/name"),
+        ] {
+            assert_ne!(ScreenKey::of(&observation("A", &other)), base, "{other}");
+        }
+        assert_ne!(ScreenKey::of(&observation("B", FORM)), base);
+        assert!(base.as_str().starts_with("A|w:"), "{base}");
+    }
+
+    #[test]
+    fn a_screen_without_actionable_widgets_is_told_apart_by_its_layout() {
+        let canvas = |text: &str| {
+            format!(
+                r#"<hierarchy><node class="android.view.View" text="{text}" bounds="[0,0][1080,2400]"/></hierarchy>"#
+            )
+        };
+        let a = ScreenKey::of(&observation("A", &canvas("Loading")));
+        assert!(a.as_str().starts_with("A|l:"), "{a}");
+        assert_eq!(a, ScreenKey::of(&observation("A", &canvas("Loading"))));
+        assert_ne!(a, ScreenKey::of(&observation("A", &canvas("Done"))));
+    }
+
+    #[test]
+    fn widgets_carry_keys_roles_and_labels_but_never_a_password() {
+        let o = observation("A", FORM);
+        let screen = Screen::of(&o);
+        let labels: Vec<&str> = screen.widgets().iter().map(|w| w.label).collect();
+        assert_eq!(labels, ["typed@example.com", "", "Remember me", "Sign in"]);
+        let ranks: Vec<Rank> = screen.widgets().iter().map(|w| w.rank).collect();
+        assert_eq!(
+            ranks,
+            [Rank::Text, Rank::Text, Rank::Toggle, Rank::SubmitButton]
+        );
+        assert_eq!(screen.submits(), [screen.widgets()[3].key.clone()]);
+        assert_eq!(screen.fields().count(), 2);
+        let password = screen.widgets()[1].element;
+        assert_eq!(
+            describe(screen.elements(), password),
+            "EditText #password (password)"
+        );
+        assert!(screen.widgets()[0].key.is_input());
+        assert_eq!(
+            screen.actions().last().map(|(key, _)| key.to_string()),
+            Some("back".into())
+        );
+    }
+
+    #[test]
+    fn the_outcome_is_the_last_action_unless_a_screen_passed_is_reached_again() {
+        let click = |w: &str| ActionKey::on(ActionType::Click, w);
+        let taken = [
+            ("home", click("a")),
+            ("home", click("b")),
+            ("menu", click("c")),
+            ("page", click("d")),
+        ];
+        fn of<'a>(
+            taken: &[(&'a str, ActionKey)],
+            reached: &'a str,
+        ) -> Option<(&'a str, ActionKey, bool)> {
+            outcome(taken, |t| &t.0, &reached).map(|(t, stalled)| (t.0, t.1.clone(), stalled))
+        }
+        assert_eq!(of(&taken, "far"), Some(("page", click("d"), false)));
+        // Back on the menu: the move taken there went nowhere.
+        assert_eq!(of(&taken, "menu"), Some(("menu", click("c"), true)));
+        assert_eq!(of(&taken, "home"), Some(("home", click("b"), true)));
+        assert_eq!(of(&taken[..2], "home"), Some(("home", click("b"), false)));
+        assert_eq!(of(&[], "home"), None);
+    }
+
+    #[test]
+    fn refs_and_boxes_name_one_element_for_every_stage() {
+        let o = observation("A", FORM);
+        let button = o.elements.iter().find(|e| e.text == "Sign in").unwrap();
+        let shown = reference(&o, button);
+        assert_eq!(element_by_ref(&o, shown), Some(button));
+        // A box a little off the button still means it; a box's centre on nothing means nothing.
+        let nudged = crate::events::BoundingBox {
+            top_left: [10, 410],
+            bottom_right: [1070, 520],
+        };
+        assert_eq!(snap(&o.elements, &nudged), Some(button));
+        let nowhere = crate::events::BoundingBox {
+            top_left: [0, 2000],
+            bottom_right: [100, 2100],
+        };
+        assert_eq!(snap(&o.elements, &nowhere), None);
+        // Without refs (another producer's observation), references are element ids.
+        let mut bare = o.clone();
+        bare.elements.iter_mut().for_each(|e| e.ref_id = None);
+        let button = bare.elements.iter().find(|e| e.text == "Sign in").unwrap();
+        assert_eq!(reference(&bare, button), button.element_id);
+        assert_eq!(element_by_ref(&bare, button.element_id), Some(button));
+    }
+}
