@@ -126,6 +126,21 @@ impl Target {
         *self == Target::default()
     }
 
+    /// How many fields the target names: of two targets matching the same element, the one
+    /// naming more is the more specific.
+    pub fn specificity(&self) -> usize {
+        [
+            self.resource_id.is_some(),
+            self.text.is_some(),
+            self.content_desc.is_some(),
+            self.class.is_some(),
+            self.bounds.is_some(),
+        ]
+        .into_iter()
+        .filter(|given| *given)
+        .count()
+    }
+
     /// True when every listed field equals the node's (as the model recorded it).
     pub fn matches(&self, node: &Node) -> bool {
         let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
