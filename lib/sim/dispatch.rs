@@ -69,6 +69,20 @@ impl<'a> Tree<'a> {
         out
     }
 
+    /// A group's children, the one drawn last (on top) first. Newer dumps give each node its
+    /// `drawing-order` among its siblings, which counts elevation (`buildOrderedChildList` sorts
+    /// by Z); without it, the dump's order is the drawing order.
+    fn drawn_last_first(&self, index: usize) -> Vec<usize> {
+        let mut children = self.children[index].clone();
+        let order = |i: usize| self.nodes[i].attr("drawing-order").parse::<u32>().ok();
+        if children.iter().all(|&c| order(c).is_some()) {
+            // Stable: equal orders keep the dump's order.
+            children.sort_by_key(|&c| order(c));
+        }
+        children.reverse();
+        children
+    }
+
     fn is_inside(&self, index: usize, ancestor: usize) -> bool {
         self.ancestors(index).contains(&ancestor)
     }
@@ -77,7 +91,7 @@ impl<'a> Tree<'a> {
     /// before their group, the topmost child first. Stops after the first node that takes
     /// touches (it ends the dispatch).
     fn offer(&self, index: usize, x: i32, y: i32, out: &mut Vec<usize>) -> Option<usize> {
-        for &child in self.children[index].iter().rev() {
+        for child in self.drawn_last_first(index) {
             if self.contains(child, x, y) {
                 if let Some(handler) = self.offer(child, x, y, out) {
                     return Some(handler);
@@ -356,6 +370,37 @@ mod tests {
         assert_eq!(Touch::at(&roots, 10, 10).handler, None);
         assert_eq!(Touch::at(&roots, 10, 10).passed, [1]);
         assert_eq!(Touch::at(&roots, 70, 70).handler, Some(0));
+    }
+
+    #[test]
+    fn a_dumped_drawing_order_puts_an_elevated_bar_over_the_list_after_it() {
+        let button = node(r#"clickable="true" bounds="[0,0][100,100]""#, "");
+        let bar = node(r#"drawing-order="2" bounds="[0,0][1000,100]""#, &button);
+        let list = node(
+            r#"drawing-order="1" scrollable="true" bounds="[0,0][1000,1000]""#,
+            "",
+        );
+        let roots = roots(&node(r#"bounds="[0,0][1000,1000]""#, &(bar + &list)));
+        assert_eq!(
+            Touch::at(&roots, 50, 50).handler,
+            Some(2),
+            "the bar is drawn on top"
+        );
+        assert_eq!(Touch::at(&roots, 500, 50).handler, Some(3));
+        let unordered = roots_without_order(&roots);
+        assert_eq!(
+            Touch::at(&unordered, 50, 50).handler,
+            Some(3),
+            "else the dump's order"
+        );
+    }
+
+    fn roots_without_order(roots: &[Node]) -> Vec<Node> {
+        let mut roots = roots.to_vec();
+        for child in &mut roots[0].children {
+            child.attrs.retain(|(key, _)| key != "drawing-order");
+        }
+        roots
     }
 
     #[test]

@@ -752,11 +752,18 @@ impl World {
             }
             return;
         };
+        let handler = touch.handler.filter(|_| touch.handler_enabled);
+        if let Some(field) = handler.filter(|&h| action == Action::Click && live[h].is_editable()) {
+            // A tapped field takes the focus before any click listener runs.
+            if let Some(entry) = self.top_entry_mut() {
+                entry.focus = Some(field);
+            }
+        }
         if let Some(to) = self.pick(from, action, &touch.for_press()) {
             self.fire(&to, Stack::Push, None);
             return;
         }
-        let Some(handler) = touch.handler.filter(|_| touch.handler_enabled) else {
+        let Some(handler) = handler else {
             return;
         };
         match action {
@@ -770,14 +777,12 @@ impl World {
         }
     }
 
-    /// A tap no transition answers: a text field takes the focus, a checkable widget toggles, an
-    /// up arrow goes back.
+    /// A tap no transition answers, besides focusing a field: a checkable widget toggles, an up
+    /// arrow goes back.
     fn default_click(&mut self, touch: &Touch, live: &[&Node]) {
         let own = touch.own();
-        if let Some(field) = touch.handler.filter(|&h| live[h].is_editable()) {
-            if let Some(entry) = self.top_entry_mut() {
-                entry.focus = Some(field);
-            }
+        if touch.handler.is_some_and(|h| live[h].is_editable()) {
+            // Focused already.
         } else if let Some(&toggle) = own.iter().find(|&&i| live[i].flag("checkable")) {
             let was = live[toggle].flag("checked");
             if let Some(entry) = self.top_entry_mut() {

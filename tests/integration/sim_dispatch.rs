@@ -208,6 +208,23 @@ fn typing_fires_the_fields_transition_before_its_containers() {
 }
 
 #[test]
+fn a_tapped_field_takes_the_focus_even_when_a_click_transition_answers() {
+    let elements = json!([
+        {"class": "android.widget.EditText", "resource_id": "com.example.dispatch:id/add",
+         "text": "Add", "bounds": [40, 220, 1040, 340]}
+    ]);
+    // Recorded explorations log the tap that focused a field as a click that stayed.
+    let transitions = json!([
+        {"action": "click", "target": {"resource_id": "com.example.dispatch:id/add"}, "to": "home"},
+        {"action": "input", "target": {"resource_id": "com.example.dispatch:id/add"}, "to": "added"}
+    ]);
+    let mut w = world(elements, transitions);
+    w.tap(540, 280);
+    w.input_text("milk").unwrap();
+    assert_eq!(screen(&w), "added");
+}
+
+#[test]
 fn a_swipe_goes_to_the_list_under_the_finger_before_its_parents() {
     let elements = json!([
         {"class": "androidx.viewpager.widget.ViewPager", "resource_id": "com.example.dispatch:id/pager",
