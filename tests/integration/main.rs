@@ -16,6 +16,7 @@ mod explore;
 mod hash;
 mod record;
 mod sim_adb;
+mod sim_check;
 mod sim_dispatch;
 mod sim_protocol;
 mod sim_world;
