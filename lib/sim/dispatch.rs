@@ -18,6 +18,7 @@
 use std::cmp::Reverse;
 
 use super::model::{Action, Node, Transition};
+use crate::ui::Bounds;
 
 /// A node's index in document order (as [`super::model::Screen::nodes`] numbers them) and its
 /// parent's.
@@ -71,13 +72,27 @@ impl<'a> Tree<'a> {
 
     /// A group's children, the one drawn last (on top) first. Newer dumps give each node its
     /// `drawing-order` among its siblings, which counts elevation (`buildOrderedChildList` sorts
-    /// by Z); without it, the dump's order is the drawing order.
+    /// by Z). Older ones list children as the accessibility layer orders them, by position
+    /// (`ChildListForAccessibility` sorts by bounds), which cannot say which of two overlapping
+    /// siblings is on top: there a sibling lying inside another's bounds is taken to be drawn
+    /// above it (an app bar over the list that scrolls under it, a bottom sheet over its scrim, a
+    /// floating button over a list), and the dump's order decides the rest, the later on top.
     fn drawn_last_first(&self, index: usize) -> Vec<usize> {
         let mut children = self.children[index].clone();
         let order = |i: usize| self.nodes[i].attr("drawing-order").parse::<u32>().ok();
+        // Stable sorts: ties keep the dump's order.
         if children.iter().all(|&c| order(c).is_some()) {
-            // Stable: equal orders keep the dump's order.
             children.sort_by_key(|&c| order(c));
+        } else {
+            let siblings = &self.children[index];
+            let containers = |c: usize| {
+                let inner = self.nodes[c].bounds;
+                siblings
+                    .iter()
+                    .filter(|&&other| encloses(self.nodes[other].bounds, inner))
+                    .count()
+            };
+            children.sort_by_key(|&c| containers(c));
         }
         children.reverse();
         children
@@ -101,6 +116,15 @@ impl<'a> Tree<'a> {
         out.push(index);
         takes_touches(self.nodes[index]).then_some(index)
     }
+}
+
+/// Whether `inner` lies within `outer` and is not the same rectangle.
+fn encloses(outer: Bounds, inner: Bounds) -> bool {
+    outer != inner
+        && outer.x1 <= inner.x1
+        && outer.y1 <= inner.y1
+        && outer.x2 >= inner.x2
+        && outer.y2 >= inner.y2
 }
 
 /// Whether a view's own `onTouchEvent` takes a touch, as far as a dump can tell.
@@ -390,8 +414,16 @@ mod tests {
         let unordered = roots_without_order(&roots);
         assert_eq!(
             Touch::at(&unordered, 50, 50).handler,
-            Some(3),
-            "else the dump's order"
+            Some(2),
+            "without it, the bar inside the list's bounds is taken to be on top"
+        );
+        let side_by_side = node(r#"clickable="true" bounds="[0,0][1000,100]""#, "")
+            + &node(r#"scrollable="true" bounds="[0,50][1000,1000]""#, "");
+        let overlapping = self::roots(&node(r#"bounds="[0,0][1000,1000]""#, &side_by_side));
+        assert_eq!(
+            Touch::at(&overlapping, 50, 70).handler,
+            Some(2),
+            "neither inside the other: the later one"
         );
     }
 

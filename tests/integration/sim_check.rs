@@ -140,6 +140,17 @@ fn check_finds_the_ceiling_of_a_recorded_app_and_prints_a_table() {
 }
 
 #[test]
+fn every_screen_of_a_recorded_list_app_is_within_a_testers_reach() {
+    // Rows with icons laid over their buttons, fields focused by a recorded tap, toolbars inside
+    // the bounds of the list that scrolls under them: each cost screens before touches were
+    // dispatched as Android does.
+    let model = fixtures().join("apps/onelist/model.json");
+    let report = check_json(&model.to_string_lossy());
+    assert_eq!((report.app_reachable, report.app_ceiling), (53, 53));
+    assert_eq!(report.ceiling, report.reachable);
+}
+
+#[test]
 fn check_says_why_a_screen_was_not_shown_and_goes_around_what_fails() {
     let dir = tempfile::tempdir().unwrap();
     let model = json!({
