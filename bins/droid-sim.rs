@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
+use droid::sim::check::check;
 use droid::sim::fault::{Fault, Latency};
 use droid::sim::model::AppModel;
 use droid::sim::{Sim, SimConfig};
@@ -23,7 +24,11 @@ use droid::sim::{Sim, SimConfig};
         The device runs an app model: screens, transitions, a back stack, text fields, crashes, \
         other apps, secure screens. When ready it prints one line \
         {\"type\":\"sim_ready\",\"port\":N,\"serial\":\"...\"} on stdout, then serves until killed \
-        or until a client sends host:kill (`adb -P PORT kill-server`).",
+        or until a client sends host:kill (`adb -P PORT kill-server`).\n\n\
+        With --check MODEL it serves no one: it walks the shortest model path to every reachable \
+        screen from a fresh launch, acting on each recorded target as a tester would (through its \
+        own ADB client), and reports which screens the device really showed and why the others \
+        were not: the ceiling an explorer is measured against.",
     after_help = "FAULTS (--fault, repeatable):\n  \
         disconnect-after:N[:SECS]  after every N device commands, drop every socket; the device is \
         gone (not listed, transport requests fail) for SECS seconds (default 2)\n  \
@@ -36,13 +41,15 @@ use droid::sim::{Sim, SimConfig};
         EXAMPLES:\n  \
         droid-sim --app builtin:shop --port 5037\n  \
         droid-sim --app apps/shop/model.json --describe\n  \
+        droid-sim --check builtin:shop\n  \
+        droid-sim --check ../shared/fixtures/apps/notes/model.json --json | jq .ceiling\n  \
         droid-sim --app builtin:tiny --latency realistic --fault dump-error:0.1 --truth-log truth.jsonl\n  \
         adb -P 5037 -s emulator-5554 shell uiautomator dump && adb -P 5037 exec-out cat /sdcard/window_dump.xml"
 )]
 struct Args {
     /// App model: a MODEL.json file or builtin:NAME (shop, settings, tiny).
-    #[arg(long, value_name = "MODEL")]
-    app: String,
+    #[arg(long, value_name = "MODEL", required_unless_present = "check")]
+    app: Option<String>,
     /// Serial the device reports (`adb devices`).
     #[arg(long, default_value = "emulator-5554")]
     serial: String,
@@ -64,6 +71,13 @@ struct Args {
     /// Print the model's screen count and the screens reachable from the start screen, then exit.
     #[arg(long)]
     describe: bool,
+    /// Walk every reachable screen of MODEL as a tester would and report which ones the device
+    /// showed (a table on stdout), then exit.
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["app", "describe"])]
+    check: Option<String>,
+    /// With --check: print the report as one JSON object instead of a table.
+    #[arg(long, requires = "check")]
+    json: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -80,18 +94,26 @@ fn parse_fault(value: &str) -> Result<Fault, String> {
     value.parse().map_err(|err| format!("{err}"))
 }
 
+/// Prints `text` on stdout (a reader that went away ends the run normally, see `finish`).
+fn print(text: &str) -> anyhow::Result<()> {
+    Ok(writeln!(std::io::stdout().lock(), "{}", text.trim_end())?)
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
-    if args.describe {
-        let model =
-            AppModel::load(&args.app).with_context(|| format!("cannot load {}", args.app))?;
-        let mut stdout = std::io::stdout().lock();
-        return match writeln!(stdout, "{}", model.describe().trim_end()) {
-            Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err.into()),
-            _ => Ok(()),
+    if let Some(app) = &args.check {
+        let report = check(app).with_context(|| format!("cannot check {app}"))?;
+        return match args.json {
+            true => print(&serde_json::to_string(&report)?),
+            false => print(&report.table()),
         };
     }
+    let app = args.app.unwrap_or_default();
+    if args.describe {
+        let model = AppModel::load(&app).with_context(|| format!("cannot load {app}"))?;
+        return print(&model.describe());
+    }
     let config = SimConfig {
-        app: args.app.clone(),
+        app: app.clone(),
         serial: args.serial,
         port: args.port,
         latency: args.latency,
@@ -99,8 +121,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         truth_log: args.truth_log,
         ime_adbkeyboard: matches!(args.ime, Some(Ime::Adbkeyboard)),
     };
-    let sim = Sim::start(config)
-        .with_context(|| format!("cannot start the simulator for {}", args.app))?;
+    let sim =
+        Sim::start(config).with_context(|| format!("cannot start the simulator for {app}"))?;
     let ready =
         serde_json::json!({"type": "sim_ready", "port": sim.port(), "serial": sim.serial()});
     let mut stdout = std::io::stdout().lock();

@@ -1,13 +1,17 @@
 //! droid-sim: a simulated Android device behind a real ADB server socket.
 //!
 //! The device state lives in [`world`] (launcher, the model's app, back stack, typed text, crash
-//! buffer), driven by an app model from [`model`], rendered by [`render`] and recorded by
-//! [`truth`]; [`system`] draws the device's own screens (launcher, recents, ANR dialog) and
-//! [`keys`] knows the key codes. The device side is served by [`server`] (the ADB server
+//! buffer), driven by an app model from [`model`] whose transitions answer touches as
+//! [`dispatch`] resolves them, rendered by [`render`] and recorded by [`truth`]; [`system`]
+//! draws the device's own screens (launcher, recents, ANR dialog) and [`keys`] knows the key
+//! codes. The device side is served by [`server`] (the ADB server
 //! protocol), which runs command lines through [`shell`] and the programs in [`commands`], with
-//! [`fault`] injection.
+//! [`fault`] injection. [`check`] walks a model through that socket as a tester would
+//! (`droid-sim --check`).
 
+pub mod check;
 pub mod commands;
+pub mod dispatch;
 pub mod fault;
 pub mod keys;
 pub mod model;

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use regex::Regex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::ui::Bounds;
@@ -31,13 +31,13 @@ const MAX_DEPTH: usize = 256;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum ModelError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: not a valid app model: {source}")]
+    #[error("{path}: not a valid app model")]
     Json {
         path: String,
         #[source]
@@ -76,18 +76,30 @@ pub enum Action {
 }
 
 impl Action {
+    const NAMES: [(Action, &'static str); 8] = [
+        (Action::Click, "click"),
+        (Action::LongClick, "long_click"),
+        (Action::Input, "input"),
+        (Action::ScrollUp, "scroll_up"),
+        (Action::ScrollDown, "scroll_down"),
+        (Action::SwipeLeft, "swipe_left"),
+        (Action::SwipeRight, "swipe_right"),
+        (Action::Back, "back"),
+    ];
+
     fn parse(name: &str) -> Option<Action> {
-        Some(match name {
-            "click" => Action::Click,
-            "long_click" => Action::LongClick,
-            "input" => Action::Input,
-            "scroll_up" => Action::ScrollUp,
-            "scroll_down" => Action::ScrollDown,
-            "swipe_left" => Action::SwipeLeft,
-            "swipe_right" => Action::SwipeRight,
-            "back" => Action::Back,
-            _ => return None,
-        })
+        Action::NAMES
+            .iter()
+            .find(|(_, known)| *known == name)
+            .map(|(action, _)| *action)
+    }
+
+    /// The name a model file gives the action (`long_click`).
+    pub fn name(self) -> &'static str {
+        Action::NAMES
+            .iter()
+            .find(|(action, _)| *action == self)
+            .map_or("click", |(_, name)| name)
     }
 
     /// Scrolls and swipes change the view of the same screen: they replace the top of the back
@@ -111,19 +123,39 @@ pub enum Destination {
 }
 
 /// Fields an element must all equal for a transition to fire.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub content_desc: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bounds: Option<[i32; 4]>,
 }
 
 impl Target {
     fn is_empty(&self) -> bool {
         *self == Target::default()
+    }
+
+    /// How many fields the target names: of two targets matching the same element, the one
+    /// naming more is the more specific.
+    pub fn specificity(&self) -> usize {
+        [
+            self.resource_id.is_some(),
+            self.text.is_some(),
+            self.content_desc.is_some(),
+            self.class.is_some(),
+            self.bounds.is_some(),
+        ]
+        .into_iter()
+        .filter(|given| *given)
+        .count()
     }
 
     /// True when every listed field equals the node's (as the model recorded it).

@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 use thiserror::Error;
 
+use super::dispatch::{self, Touch};
 use super::keys::{keycode, typed_char, KEY_APP_SWITCH, KEY_BACK, KEY_DEL, KEY_HOME};
-use super::model::{write_hierarchy, Action, AppModel, Destination, Node, Screen, Target};
+use super::model::{write_hierarchy, Action, AppModel, Destination, Node, Screen};
 use super::render;
 use super::system::{
     self, external_screen, fatal_exception_block, package_label, LAUNCHER_PACKAGE,
@@ -742,48 +743,57 @@ impl World {
 
     fn app_touch(&mut self, x: i32, y: i32, action: Action) {
         let roots = self.live_roots();
-        let chain = touch_chain(&roots, x, y);
-        if chain.is_empty() {
+        let touch = Touch::at(&roots, x, y);
+        let live: Vec<&Node> = roots.iter().flat_map(Node::walk).collect();
+        let Some(from) = self.top_screen_index() else {
+            // An external app's generic screen: its only button goes back.
+            if action == Action::Click && touch.handler.is_some() {
+                self.back();
+            }
+            return;
+        };
+        let handler = touch.handler.filter(|_| touch.handler_enabled);
+        if let Some(field) = handler.filter(|&h| action == Action::Click && live[h].is_editable()) {
+            // A tapped field takes the focus before any click listener runs.
+            if let Some(entry) = self.top_entry_mut() {
+                entry.focus = Some(field);
+            }
+        }
+        if let Some(to) = self.pick(from, action, &touch.for_press()) {
+            self.fire(&to, Stack::Push, None);
             return;
         }
-        if let Some(from) = self.top_screen_index() {
-            let screen = self.model.screen(from);
-            let nodes = screen.nodes();
-            let reached = reached_by_touch(&roots, &chain);
-            let fired = self.first_transition(from, action, |target| {
-                reached.iter().any(|&i| target.matches(nodes[i]))
-            });
-            if let Some(to) = fired {
-                self.fire(&to, Stack::Push, None);
-                return;
+        let Some(handler) = handler else {
+            return;
+        };
+        match action {
+            // No long click happens on a view that is not long-clickable, so releasing the
+            // finger performs its click (View.onTouchEvent).
+            Action::LongClick if !live[handler].flag("long-clickable") => {
+                self.app_touch(x, y, Action::Click)
             }
-            if action != Action::Click {
-                return;
+            Action::Click => self.default_click(&touch, &live),
+            _ => {}
+        }
+    }
+
+    /// A tap no transition answers, besides focusing a field: a checkable widget toggles, an up
+    /// arrow goes back.
+    fn default_click(&mut self, touch: &Touch, live: &[&Node]) {
+        let own = touch.own();
+        if touch.handler.is_some_and(|h| live[h].is_editable()) {
+            // Focused already.
+        } else if let Some(&toggle) = own.iter().find(|&&i| live[i].flag("checkable")) {
+            let was = live[toggle].flag("checked");
+            if let Some(entry) = self.top_entry_mut() {
+                entry.checked.insert(toggle, !was);
             }
-            let flat = flatten(&roots);
-            if let Some(&field) = chain.iter().rev().find(|&&i| flat[i].0.is_editable()) {
-                if let Some(entry) = self.top_entry_mut() {
-                    entry.focus = Some(field);
-                }
-            } else if let Some(&toggle) = chain.iter().rev().find(|&&i| flat[i].0.flag("checkable"))
-            {
-                let was = flat[toggle].0.flag("checked");
-                if let Some(entry) = self.top_entry_mut() {
-                    entry.checked.insert(toggle, !was);
-                }
-            } else if chain
-                .iter()
-                .any(|&i| flat[i].0.attr("content-desc") == "Navigate up")
-            {
-                // An up arrow with no transition of its own behaves as back.
-                self.back();
-            }
-        } else if action == Action::Click {
-            // An external app's generic screen: its only button goes back.
-            let flat = flatten(&roots);
-            if chain.iter().any(|&i| flat[i].0.flag("clickable")) {
-                self.back();
-            }
+        } else if own
+            .iter()
+            .any(|&i| live[i].attr("content-desc") == "Navigate up")
+        {
+            // An up arrow with no transition of its own behaves as back.
+            self.back();
         }
     }
 
@@ -794,33 +804,23 @@ impl World {
         let Some(from) = self.top_screen_index() else {
             return;
         };
-        let roots = self.live_roots();
-        let chain = touch_chain(&roots, x, y);
-        let nodes = self.model.screen(from).nodes();
-        let targeted = self.first_transition(from, action, |target| {
-            chain.iter().rev().any(|&i| target.matches(nodes[i]))
-        });
+        let touch = Touch::at(&self.live_roots(), x, y);
+        let targeted = self.pick(from, action, &touch.for_gesture());
         let fired = targeted.or_else(|| self.first_untargeted(from, action));
         if let Some(to) = fired {
             self.fire(&to, Stack::Replace, None);
         }
     }
 
-    /// The destination of the first transition from `from` for `action` whose target passes
-    /// `hits` and whose `requires` hold.
-    fn first_transition(
-        &self,
-        from: usize,
-        action: Action,
-        hits: impl Fn(&Target) -> bool,
-    ) -> Option<Destination> {
-        self.model
-            .transitions()
-            .iter()
-            .filter(|t| t.from == from && t.action == action)
-            .filter(|t| t.target.as_ref().is_some_and(&hits))
-            .find(|t| self.requirements_hold(from, &t.requires))
-            .map(|t| t.to.clone())
+    /// The destination of the transition from `from` for `action` that the `ranked` nodes
+    /// choose (see [`dispatch::choose`]), among those whose `requires` hold.
+    fn pick(&self, from: usize, action: Action, ranked: &[usize]) -> Option<Destination> {
+        let nodes = self.model.screen(from).nodes();
+        let transitions = self.model.transitions();
+        dispatch::choose(transitions, from, action, &nodes, ranked, |t| {
+            self.requirements_hold(from, &t.requires)
+        })
+        .map(|index| transitions[index].to.clone())
     }
 
     fn first_untargeted(&self, from: usize, action: Action) -> Option<Destination> {
@@ -885,13 +885,9 @@ impl World {
             return;
         };
         let screen = self.model.screen(from);
-        let chain = ancestors(&screen.roots, field);
-        let nodes = screen.nodes();
-        let resource_id = nodes[field].attr("resource-id").to_string();
-        let fired = self.first_transition(from, Action::Input, |target| {
-            chain.iter().any(|&i| target.matches(nodes[i]))
-        });
-        if let Some(to) = fired {
+        let resource_id = screen.nodes()[field].attr("resource-id").to_string();
+        let ranked = dispatch::for_field(&screen.roots, field);
+        if let Some(to) = self.pick(from, Action::Input, &ranked) {
             self.fire(&to, Stack::Push, Some((resource_id, content)));
         }
     }
@@ -1166,96 +1162,6 @@ fn classify_swipe(x1: i32, y1: i32, x2: i32, y2: i32, duration_ms: u64) -> Gestu
     } else {
         Action::SwipeRight
     })
-}
-
-/// Nodes in document order with their parent's index.
-fn flatten(roots: &[Node]) -> Vec<(&Node, Option<usize>)> {
-    fn visit<'a>(node: &'a Node, parent: Option<usize>, out: &mut Vec<(&'a Node, Option<usize>)>) {
-        let me = out.len();
-        out.push((node, parent));
-        for child in &node.children {
-            visit(child, Some(me), out);
-        }
-    }
-    let mut out = Vec::new();
-    for root in roots {
-        visit(root, None, &mut out);
-    }
-    out
-}
-
-/// Indexes of `index` and its ancestors, root first.
-fn ancestors(roots: &[Node], index: usize) -> Vec<usize> {
-    let flat = flatten(roots);
-    let mut chain = vec![index];
-    let mut at = flat.get(index).and_then(|(_, parent)| *parent);
-    while let Some(i) = at {
-        chain.push(i);
-        at = flat[i].1;
-    }
-    chain.reverse();
-    chain
-}
-
-/// The chain (root first) of the node a touch lands on: the topmost, deepest node under the
-/// point whose chain has something clickable (touches fall through views that do not handle
-/// them), else the topmost, deepest node under the point.
-fn touch_chain(roots: &[Node], x: i32, y: i32) -> Vec<usize> {
-    let flat = flatten(roots);
-    let under: Vec<usize> = (0..flat.len())
-        .rev()
-        .filter(|&i| flat[i].0.bounds.contains(x, y))
-        .collect();
-    let handles = |chain: &[usize]| {
-        chain.iter().any(|&i| {
-            let node = flat[i].0;
-            node.flag("clickable") || node.flag("long-clickable") || node.is_editable()
-        })
-    };
-    let chains = under.iter().map(|&i| ancestors(roots, i));
-    let mut first = None;
-    for chain in chains {
-        if handles(&chain) {
-            return chain;
-        }
-        first.get_or_insert(chain);
-    }
-    first.unwrap_or_default()
-}
-
-/// The nodes a touch along `chain` stands for: the chain itself, and the passive descendants of
-/// the view that handles it (the deepest clickable one). A label inside a clickable row cannot
-/// take a touch itself, so a transition recorded on the label is the row's: a tap anywhere on
-/// the row fires it, as the row's click listener would. Descendants under another clickable
-/// view belong to that view instead.
-fn reached_by_touch(roots: &[Node], chain: &[usize]) -> Vec<usize> {
-    let flat = flatten(roots);
-    let handles = |i: usize| flat[i].0.flag("clickable") || flat[i].0.flag("long-clickable");
-    let mut reached = chain.to_vec();
-    let Some(&handler) = chain.iter().rev().find(|&&i| handles(i)) else {
-        return reached;
-    };
-    // Document order: the handler's subtree is the run of nodes right after it.
-    for node in handler + 1..flat.len() {
-        let mut passive = !handles(node);
-        let mut parent = flat[node].1;
-        let mut inside = false;
-        while let Some(p) = parent {
-            if p == handler {
-                inside = true;
-                break;
-            }
-            passive &= !handles(p);
-            parent = flat[p].1;
-        }
-        if !inside {
-            break;
-        }
-        if passive {
-            reached.push(node);
-        }
-    }
-    reached
 }
 
 fn apply_state(node: &mut Node, entry: &Entry, focus: Option<usize>, index: &mut usize) {

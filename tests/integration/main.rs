@@ -17,6 +17,8 @@ mod hash;
 mod one_graph;
 mod record;
 mod sim_adb;
+mod sim_check;
+mod sim_dispatch;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;
