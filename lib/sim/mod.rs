@@ -5,16 +5,23 @@
 //! [`truth`]; [`system`] draws the device's own screens (launcher, recents, ANR dialog) and
 //! [`keys`] knows the key codes. The device side is served by [`server`] (the ADB server
 //! protocol), which runs command lines through [`shell`] and the programs in [`commands`], with
-//! [`fault`] injection.
+//! [`fault`] injection. The programs' outputs are split by what they show: [`dumpsys`] (system
+//! services), [`logcat`] (log buffers), [`procfs`] (processes, `/proc`), [`settings`] (the
+//! settings provider) and [`toybox`] (files, text tools, network interfaces).
 
 pub mod commands;
+pub mod dumpsys;
 pub mod fault;
 pub mod keys;
+pub mod logcat;
 pub mod model;
+pub mod procfs;
 pub mod render;
 pub mod server;
+pub mod settings;
 pub mod shell;
 pub mod system;
+pub mod toybox;
 pub mod truth;
 pub mod world;
 

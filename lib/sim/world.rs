@@ -49,6 +49,15 @@ pub struct WorldOptions {
     pub serial: String,
 }
 
+/// A running task as `dumpsys activity` lists it: the package it was started for and the
+/// activities on its back stack, bottom first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSummary {
+    pub package: String,
+    /// `(package, fully qualified activity class)` per back stack entry.
+    pub activities: Vec<(String, String)>,
+}
+
 /// What is in front.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Foreground {
@@ -198,6 +207,30 @@ impl World {
             activity: screen.activity,
             screen: screen.id,
         }
+    }
+
+    /// The app tasks, least recent first (the last one is in front when an app is).
+    pub fn tasks(&self) -> Vec<TaskSummary> {
+        self.tasks
+            .iter()
+            .map(|task| TaskSummary {
+                package: task.package.clone(),
+                activities: task
+                    .stack
+                    .iter()
+                    .map(|entry| {
+                        let screen = self.screen_for(&entry.view);
+                        (screen.package, screen.activity)
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// True when the package is one the device ships with (not the model's app, nor the ADB
+    /// Keyboard).
+    pub fn is_system_package(&self, package: &str) -> bool {
+        SYSTEM_PACKAGES.iter().any(|(p, _)| *p == package)
     }
 
     /// True while the ANR dialog covers the app.

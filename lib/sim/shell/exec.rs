@@ -92,7 +92,7 @@ const DEVICE_ENV: &[(&str, &str)] = &[
     ("USER", "shell"),
 ];
 /// `$$`: the shell's process id.
-const SHELL_PID: u32 = 4242;
+pub const SHELL_PID: u32 = 4242;
 
 /// Shell variables and the last exit status, for parameter expansion.
 #[derive(Debug, Default)]

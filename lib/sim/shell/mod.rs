@@ -14,7 +14,7 @@ mod fs;
 mod lex;
 mod parse;
 
-pub use exec::{execute, Finish, Output, Programs, Session, Sink};
+pub use exec::{execute, Finish, Output, Programs, Session, Sink, SHELL_PID};
 pub use fs::{lock, Entry, FileSystem, FsError, FsHandle, Stat};
 pub use lex::{ParseError, Part, Word};
 pub use parse::{parse, Connector, Pipeline, Redirect, RedirectTarget, Script, SimpleCommand};
