@@ -16,6 +16,7 @@ mod explore;
 mod hash;
 mod record;
 mod sim_adb;
+mod sim_clients;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;
