@@ -218,9 +218,16 @@ impl World {
                 activities: task
                     .stack
                     .iter()
-                    .map(|entry| {
-                        let screen = self.screen_for(&entry.view);
-                        (screen.package, screen.activity)
+                    .map(|entry| match &entry.view {
+                        // Names only: no need to copy a model screen's nodes.
+                        View::Model(index) => {
+                            let screen = self.model.screen(*index);
+                            (screen.package.clone(), screen.activity.clone())
+                        }
+                        View::External(_) => {
+                            let screen = self.screen_for(&entry.view);
+                            (screen.package, screen.activity)
+                        }
                     })
                     .collect(),
             })
