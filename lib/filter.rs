@@ -197,7 +197,12 @@ fn drive<F: Filter>(
         match item {
             Ok(line) => {
                 out.line = line.number;
-                stage.line(line, out).map_err(FilterError::Stage)?;
+                let handled = stage.line(line, out);
+                // What the stage wrote before it failed (a note saying why) still goes out.
+                if let Err(e) = handled {
+                    out.flush();
+                    return Err(FilterError::Stage(e));
+                }
             }
             Err(ReadError::Io(e)) => return Err(FilterError::Read(e)),
             Err(ReadError::Line { line, reason }) => {

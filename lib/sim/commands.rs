@@ -1,25 +1,104 @@
-//! The device's programs: what `uiautomator`, `screencap`, `input`, `dumpsys`, `am`, `pm`, ... print
-//! and do on the simulated phone. Output shapes follow the real samples in
-//! `../shared/fixtures/device/`; the behaviour itself lives in [`World`], never here.
+//! The device's programs: what `uiautomator`, `screencap`, `input`, `am`, `pm`, `settings`,
+//! `logcat`, ... print and do on the simulated phone. Output shapes follow the real samples in
+//! `../shared/fixtures/device/`; the behaviour itself lives in [`World`], never here. Every
+//! program answers by its name and by its path (`/system/bin/screencap`), as on a device.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+use super::dumpsys::{self, full_class, short_component, PackageFacts, DENSITY, SDK};
 use super::fault::{Faults, Latency};
+use super::logcat::{self, Buffer, LogBuffers};
+use super::procfs::{self, package_uid, ProcFs};
 use super::render;
-use super::shell::{lock, FsHandle, Output, Programs, Session};
-use super::world::{InputError, LaunchError, World};
+use super::settings::{self, Request, Settings};
+use super::shell::{lock, FsHandle, Output, Programs, Session, SHELL_PID};
+use super::system::LAUNCHER_PACKAGE;
+use super::toybox;
+use super::world::{Foreground, InputError, LaunchError, TaskSummary, World};
 
-/// Android 13 (API 33), as the samples in the fixtures.
-const SDK: &str = "33";
-const DENSITY: u32 = 420;
+/// The programs the shell finds on its `PATH` (all in `/system/bin`).
+const PROGRAMS: &[&str] = &[
+    "am",
+    "cat",
+    "cut",
+    "dumpsys",
+    "echo",
+    "false",
+    "getprop",
+    "grep",
+    "ifconfig",
+    "ime",
+    "input",
+    "ip",
+    "kill",
+    "logcat",
+    "ls",
+    "mkdir",
+    "monkey",
+    "pidof",
+    "pkill",
+    "pm",
+    "ps",
+    "reboot",
+    "rm",
+    "screencap",
+    "screenrecord",
+    "settings",
+    "sleep",
+    "svc",
+    "touch",
+    "true",
+    "uiautomator",
+    "which",
+    "wm",
+];
+/// Broadcasts only the system may send: `am broadcast` from the shell is refused.
+const PROTECTED_BROADCASTS: &[&str] = &[
+    "android.intent.action.AIRPLANE_MODE",
+    "android.intent.action.BATTERY_CHANGED",
+    "android.intent.action.BOOT_COMPLETED",
+    "android.intent.action.SCREEN_OFF",
+    "android.intent.action.SCREEN_ON",
+];
+const KEY_POWER: &str = "26";
+const KEY_SLEEP: &str = "223";
+const KEY_WAKEUP: &str = "224";
+/// system_server, which writes the activity manager's log lines.
+const SYSTEM_SERVER_PID: u32 = 560;
+/// The features `pm list features` reports for the simulated phone.
+const FEATURES: &[&str] = &[
+    "reqGlEsVersion=0x30000",
+    "android.hardware.audio.output",
+    "android.hardware.bluetooth",
+    "android.hardware.camera",
+    "android.hardware.camera.any",
+    "android.hardware.faketouch",
+    "android.hardware.location",
+    "android.hardware.location.gps",
+    "android.hardware.microphone",
+    "android.hardware.ram.normal",
+    "android.hardware.screen.landscape",
+    "android.hardware.screen.portrait",
+    "android.hardware.sensor.accelerometer",
+    "android.hardware.telephony",
+    "android.hardware.touchscreen",
+    "android.hardware.touchscreen.multitouch",
+    "android.hardware.touchscreen.multitouch.distinct",
+    "android.hardware.wifi",
+    "android.software.app_widgets",
+    "android.software.home_screen",
+    "android.software.input_methods",
+    "android.software.webview",
+];
 const ADB_KEYBOARD_IME: &str = "com.android.adbkeyboard/.AdbIME";
 const PCAPDROID_CONTROL: &str = "com.emanuelef.remote_capture/.activities.CaptureCtrl";
+const BROWSER_PACKAGE: &str = "com.android.chrome";
 const PCAPDROID_DIR: &str = "/sdcard/Download/PCAPdroid";
 /// `screenrecord --time-limit` default and maximum on classic builds.
 const SCREENRECORD_MAX_SECS: u64 = 180;
@@ -102,6 +181,20 @@ pub struct Device {
     processes: Mutex<Vec<Process>>,
     next_pid: AtomicU32,
     capture: Mutex<Option<Capture>>,
+    settings: Mutex<Settings>,
+    logs: Mutex<LogBuffers>,
+    screen_on: AtomicBool,
+    booted: Instant,
+    /// The intent (its fields before `cmp=`) and caller uid of a launch a command is making,
+    /// for the activity log.
+    launching: Mutex<Option<(String, u32)>>,
+}
+
+/// What the activity manager's log is written from: the state before and after a command.
+struct Moment {
+    foreground: Foreground,
+    pids: Vec<(String, u32)>,
+    tasks: Vec<TaskSummary>,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -110,40 +203,12 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn text(out: impl Into<String>) -> Output {
+pub(super) fn text(out: impl Into<String>) -> Output {
     Output::ok(out.into().into_bytes())
 }
 
-fn error(message: impl Into<String>, status: i32) -> Output {
+pub(super) fn error(message: impl Into<String>, status: i32) -> Output {
     Output::error(message.into().into_bytes(), status)
-}
-
-/// Seven hex digits from a name: the identity hashes dumpsys prints (`Window{1651cd4 ...}`).
-fn short_hash(name: &str) -> String {
-    let digest = Sha256::digest(name.as_bytes());
-    format!(
-        "{:07x}",
-        u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) >> 4
-    )
-}
-
-/// `pkg/.Cls` when the class is in the package, as ActivityRecord prints it.
-fn short_component(package: &str, activity: &str) -> String {
-    let class = activity
-        .strip_prefix(package)
-        .filter(|rest| rest.starts_with('.'));
-    match class {
-        Some(rest) => format!("{package}/{rest}"),
-        None if activity.starts_with('.') => format!("{package}/{activity}"),
-        None => format!("{package}/{activity}"),
-    }
-}
-
-fn full_class(package: &str, activity: &str) -> String {
-    match activity.strip_prefix('.') {
-        Some(rest) => format!("{package}.{rest}"),
-        None => activity.to_string(),
-    }
 }
 
 impl Device {
@@ -159,6 +224,11 @@ impl Device {
             processes: Mutex::new(Vec::new()),
             next_pid: AtomicU32::new(9000),
             capture: Mutex::new(None),
+            settings: Mutex::new(Settings::default()),
+            logs: Mutex::new(LogBuffers::default()),
+            screen_on: AtomicBool::new(true),
+            booted: Instant::now(),
+            launching: Mutex::new(None),
         }
     }
 
@@ -181,16 +251,32 @@ impl Device {
 
     fn dispatch(&self, argv: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
         let args = &argv[1..];
-        match argv[0].as_str() {
-            "echo" => echo(args),
+        let Some(name) = program_name(&argv[0]) else {
+            return error(
+                format!("/system/bin/sh: {}: inaccessible or not found\n", argv[0]),
+                127,
+            );
+        };
+        match name {
+            "echo" => toybox::echo(args),
             "true" => Output::status(0),
             "false" => Output::status(1),
-            "cat" => cat(args, session, fs),
-            "rm" => rm(args, fs),
-            "ls" => ls(args, fs),
-            "mkdir" => mkdir(args, fs),
-            "touch" => touch(args, fs),
-            "sleep" => sleep(args),
+            "cat" => toybox::cat(args, session, fs, &self.kernel(&self.process_table())),
+            "rm" => toybox::rm(args, fs),
+            "ls" => toybox::ls(args, fs, &self.kernel(&self.process_table())),
+            "mkdir" => toybox::mkdir(args, fs),
+            "touch" => toybox::touch(args, fs),
+            "sleep" => toybox::sleep(args),
+            "grep" => toybox::grep(args, session, fs),
+            "cut" => toybox::cut(args, session, fs),
+            "which" => toybox::which(args, &|name| PROGRAMS.contains(&name)),
+            "ifconfig" => toybox::ifconfig(args, self.wifi_on()),
+            "ip" => toybox::ip(args, self.wifi_on()),
+            "ps" => text(procfs::ps(
+                args,
+                &self.process_table(),
+                self.next_pid.fetch_add(1, Ordering::SeqCst),
+            )),
             "getprop" => self.getprop(args),
             "wm" => self.wm(args),
             "dumpsys" => self.dumpsys(args),
@@ -204,13 +290,128 @@ impl Device {
             "screenrecord" => self.screenrecord(args, session, fs),
             "ime" => self.ime(args),
             "settings" => self.settings(args),
+            "svc" => self.svc(args),
             "pidof" => self.pidof(args),
             "kill" => self.kill(args),
             "pkill" => self.pkill(args),
-            name => error(
-                format!("/system/bin/sh: {name}: inaccessible or not found\n"),
+            "reboot" => error("reboot: rebooting is not simulated\n", 1),
+            other => error(
+                format!("/system/bin/sh: {other}: inaccessible or not found\n"),
                 127,
             ),
+        }
+    }
+
+    fn wifi_on(&self) -> bool {
+        guard(&self.settings).flag("global", "wifi_on")
+    }
+
+    /// `(package, pid)` of every running app process.
+    fn app_pids(&self) -> Vec<(String, u32)> {
+        let world = self.world();
+        world
+            .installed_packages()
+            .into_iter()
+            .filter_map(|package| world.pid(&package).map(|pid| (package, pid)))
+            .collect()
+    }
+
+    fn process_table(&self) -> Vec<procfs::Process> {
+        let extra: Vec<(u32, &str)> = guard(&self.processes)
+            .iter()
+            .map(|p| (p.pid, p.name))
+            .collect();
+        procfs::table(&self.app_pids(), &extra)
+    }
+
+    fn kernel<'a>(&self, table: &'a [procfs::Process]) -> ProcFs<'a> {
+        // The phone booted a while before the simulator took its first command.
+        ProcFs {
+            table,
+            uptime: self.booted.elapsed() + Duration::from_secs(600),
+        }
+    }
+
+    fn moment(&self) -> Moment {
+        let pids = self.app_pids();
+        let world = self.world();
+        Moment {
+            foreground: world.foreground(),
+            pids,
+            tasks: world.tasks(),
+        }
+    }
+
+    /// Writes what the activity manager logs about a command's effects: processes started and
+    /// gone, and activities started.
+    fn log_changes(&self, before: &Moment, after: &Moment) {
+        let mut logs = guard(&self.logs);
+        let front = &after.foreground;
+        let started = front.package != before.foreground.package
+            || front.activity != before.foreground.activity;
+        let front_task = after.tasks.last();
+        let before_len = front_task
+            .and_then(|t| before.tasks.iter().find(|b| b.package == t.package))
+            .map(|t| t.activities.len());
+        let pushed = match (front_task, before_len) {
+            (Some(task), Some(len)) => task.activities.len() > len,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let launching = guard(&self.launching).take();
+        let component = short_component(&front.package, &front.activity);
+        let logged_start =
+            started && (pushed || launching.is_some()) && front.package != LAUNCHER_PACKAGE;
+        if logged_start {
+            let (fields, uid) = launching
+                .unwrap_or_else(|| (String::new(), package_uid(&before.foreground.package)));
+            let space = if fields.is_empty() { "" } else { " " };
+            logs.log(
+                Buffer::System,
+                SYSTEM_SERVER_PID,
+                'I',
+                "ActivityTaskManager",
+                &format!("START u0 {{{fields}{space}cmp={component}}} from uid {uid}"),
+            );
+        }
+        for (package, pid) in &after.pids {
+            if !before
+                .pids
+                .iter()
+                .any(|(p, old)| p == package && old == pid)
+            {
+                logs.log(
+                    Buffer::System,
+                    SYSTEM_SERVER_PID,
+                    'I',
+                    "ActivityManager",
+                    &format!(
+                        "Start proc {pid}:{package}/u0a{} for pre-top-activity {{{}}}",
+                        package_uid(package) - 10000,
+                        short_component(package, &full_class(package, &front.activity))
+                    ),
+                );
+            }
+        }
+        for (package, pid) in &before.pids {
+            if !after.pids.iter().any(|(p, _)| p == package) {
+                logs.log(
+                    Buffer::System,
+                    SYSTEM_SERVER_PID,
+                    'I',
+                    "ActivityManager",
+                    &format!("Process {package} (pid {pid}) has died: fg  TOP"),
+                );
+            }
+        }
+        if logged_start {
+            logs.log(
+                Buffer::System,
+                SYSTEM_SERVER_PID,
+                'I',
+                "ActivityTaskManager",
+                &format!("Displayed {component}: +312ms"),
+            );
         }
     }
 
@@ -231,6 +432,11 @@ impl Device {
             ("ro.product.name", "sim_x86_64".to_string()),
             ("ro.product.device", "sim".to_string()),
             ("ro.product.cpu.abi", "x86_64".to_string()),
+            ("ro.product.cpu.abilist", "x86_64,arm64-v8a".to_string()),
+            ("ro.build.version.security_patch", "2023-08-05".to_string()),
+            ("ro.build.characteristics", "emulator".to_string()),
+            ("ro.hardware", "ranchu".to_string()),
+            ("ro.boot.serialno", self.serial.clone()),
             ("ro.serialno", self.serial.clone()),
             ("ro.kernel.qemu", "1".to_string()),
             ("ro.sf.lcd_density", DENSITY.to_string()),
@@ -267,83 +473,48 @@ impl Device {
         }
     }
 
-    fn focus_lines(&self) -> (String, String) {
+    fn snapshot(&self) -> dumpsys::Snapshot {
+        let pids = self.app_pids();
         let world = self.world();
-        let front = world.foreground();
-        let component = short_component(&front.package, &front.activity);
-        let record = format!(
-            "ActivityRecord{{{} u0 {component} t{}}}",
-            short_hash(&component),
-            task_id(&front.package)
-        );
-        let window = if world.anr_showing() {
-            format!("Application Not Responding: {}", front.package)
-        } else {
-            format!(
-                "{}/{}",
-                front.package,
-                full_class(&front.package, &front.activity)
-            )
-        };
-        let window = format!("Window{{{} u0 {window}}}", short_hash(&window));
-        (window, record)
+        // The dump is the world's own serialisation: it parses; an empty view dump otherwise.
+        let roots = crate::sim::model::parse_hierarchy(&world.hierarchy_xml()).unwrap_or_default();
+        dumpsys::Snapshot {
+            foreground: world.foreground(),
+            anr: world.anr_showing(),
+            tasks: world.tasks(),
+            pids,
+            size: world.screen_size(),
+            screen_on: self.screen_on.load(Ordering::SeqCst),
+            roots,
+        }
     }
 
     fn dumpsys(&self, args: &[String]) -> Output {
-        let (width, height) = self.screen_size();
-        let (window, record) = self.focus_lines();
-        let display = format!(
-            "  Display: mDisplayId=0 rootTasks=4\n    init={width}x{height} {DENSITY}dpi cur={width}x{height} app={width}x{} rng={width}x{width}-{height}x{height}\n    deferred=false mLayoutNeeded=false mTouchExcludeRegion=SkRegion((0,0,{width},{height}))\n\n",
-            height.saturating_sub(126)
-        );
-        let displays = format!(
-            "WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)\n{display}  mCurrentFocus={window}\n  mFocusedApp={record}\n\n  displayId=0\n"
-        );
-        let windows = format!(
-            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{{} u0 NavigationBar0}}:\n    mDisplayId=0 rootTaskId=1 mSession=Session{{5fcd691 2420:u0a10086}}\n    mOwnerUid=10086 showForAllUsers=true package=com.android.systemui appop=NONE\n  Window #1 Window{{{} u0 StatusBar}}:\n    mDisplayId=0 rootTaskId=1 mSession=Session{{5fcd691 2420:u0a10086}}\n    mOwnerUid=10086 showForAllUsers=true package=com.android.systemui appop=NONE\n  Window #2 {window}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{8d1c2a0 4242:u0a10123}}\n    mOwnerUid=10123 showForAllUsers=false appop=NONE\n    mViewVisibility=0x0 mHaveFrame=true mObscured=false\n\n  mTopFocusedDisplayId=0\n  mSystemBooted=true mDisplayEnabled=true\n",
-            short_hash("NavigationBar0"),
-            short_hash("StatusBar")
-        );
-        match args.first().map(String::as_str) {
-            Some("window") => match args.get(1).map(String::as_str) {
-                Some("displays") => text(displays),
-                Some("windows") => text(windows),
-                None => text(format!("{windows}\n{displays}")),
-                Some(_) => text(displays),
-            },
-            Some("activity") => match args.get(1).map(String::as_str) {
-                Some("activities" | "a") | None => {
-                    let front = self.world().foreground();
-                    let task = task_id(&front.package);
-                    text(format!(
-                        "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{{} #{task} type=standard A=10123:{pkg} U=0 visible=true visibleRequested=true mode=fullscreen translucent=false sz=1}}\n    * Hist  #0: {record}\n      packageName={pkg} processName={pkg}\n\n  Resumed activities in task display areas (from top to bottom):\n    Resumed: {record}\n\n  ResumedActivity: {record}\n\nActivityTaskSupervisor state:\n{display}  mCurrentFocus={window}\n  mFocusedApp={record}\n",
-                        short_hash(&front.package),
-                        pkg = front.package
-                    ))
-                }
-                Some(other) => text(format!(
-                    "Unknown command: {other}\nBad activity command, or no activities match: {other}\nUse -h for help.\n"
-                )),
-            },
-            Some("package") => match args.get(1) {
+        if args.first().map(String::as_str) == Some("package") {
+            return match args.get(1) {
                 Some(package) => self.dumpsys_package(package),
                 None => text("Packages:\n"),
-            },
-            Some(service) => error(format!("Can't find service: {service}\n"), 0),
-            None => text(format!("{windows}\n{displays}")),
+            };
+        }
+        match dumpsys::dumpsys(args, &self.snapshot()) {
+            Ok(out) => text(out),
+            // dumpsys reports a missing service on stderr and still exits 0.
+            Err(message) => error(message, 0),
         }
     }
 
     fn dumpsys_package(&self, package: &str) -> Output {
-        let Some(version) = self.world().version_name(package) else {
+        let world = self.world();
+        let Some(version) = world.version_name(package) else {
             return text("");
         };
-        let path = apk_dir(package);
-        text(format!(
-            "Packages:\n  Package [{package}] ({}):\n    userId=10123\n    pkg=Package{{{} {package}}}\n    codePath={path}\n    resourcePath={path}\n    versionCode=1 minSdk=24 targetSdk={SDK}\n    versionName={version}\n    splits=[base]\n    apkSigningVersion=3\n    dataDir=/data/user/0/{package}\n    timeStamp=2026-01-01 00:00:00\n    lastUpdateTime=2026-01-01 00:00:00\n",
-            short_hash(package),
-            short_hash(&path)
-        ))
+        let apk_dir = apk_dir(package);
+        text(dumpsys::package(&PackageFacts {
+            package,
+            version_name: &version,
+            apk_dir: &apk_dir,
+            system: world.is_system_package(package),
+        }))
     }
 
     fn uiautomator(&self, args: &[String], fs: &FsHandle) -> Output {
@@ -397,7 +568,12 @@ impl Device {
         if file.as_deref().is_some_and(|f| f.ends_with(".png")) {
             png = true;
         }
-        let image = self.world().screenshot();
+        let image = if self.screen_on.load(Ordering::SeqCst) {
+            self.world().screenshot()
+        } else {
+            let (width, height) = self.screen_size();
+            render::black(width, height)
+        };
         let bytes = if png {
             render::png(&image)
         } else {
@@ -433,7 +609,10 @@ impl Device {
                 .map(|v| v.parse::<f32>().ok().map(|f| f as i32))
                 .collect()
         };
+        // With the display off no window takes touches or text: they are dropped.
+        let screen_on = self.screen_on.load(Ordering::SeqCst);
         match (*command, rest) {
+            ("tap" | "swipe" | "draganddrop" | "text", _) if !screen_on => Output::default(),
             ("tap", [x, y]) => match numbers(&[x, y]) {
                 Some(p) => {
                     self.world().tap(p[0], p[1]);
@@ -468,8 +647,21 @@ impl Device {
                     .collect();
                 let mut world = self.world();
                 for key in keys {
+                    let code = super::keys::keycode(key).map(|c| c.to_string());
+                    let power = matches!(code.as_deref(), Some(KEY_POWER | KEY_SLEEP | KEY_WAKEUP));
+                    if !power && !self.screen_on.load(Ordering::SeqCst) {
+                        continue;
+                    }
                     if let Err(err) = world.key(key) {
                         return input_exception("keyevent", &err);
+                    }
+                    match code.as_deref() {
+                        Some(KEY_POWER) => {
+                            self.screen_on.fetch_xor(true, Ordering::SeqCst);
+                        }
+                        Some(KEY_SLEEP) => self.screen_on.store(false, Ordering::SeqCst),
+                        Some(KEY_WAKEUP) => self.screen_on.store(true, Ordering::SeqCst),
+                        _ => {}
                     }
                 }
                 Output::default()
@@ -490,6 +682,11 @@ impl Device {
         let Some(package) = package else {
             return error("** Error: you must specify a package with -p\n", 1);
         };
+        *guard(&self.launching) = Some((
+            "act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] flg=0x10200000"
+                .to_string(),
+            2000,
+        ));
         match self.world().launch(package) {
             Ok(()) => text(
                 "Events injected: 1\n## Network stats: elapsed time=4ms (0ms mobile, 0ms wifi, 4ms not connected)\n",
@@ -507,7 +704,7 @@ impl Device {
             Some("start" | "start-activity") => self.am_start(&args[1..], fs),
             Some("force-stop" | "kill") => match args.get(1) {
                 Some(package) => {
-                    self.world().force_stop(package);
+                    self.force_stop(package);
                     Output::default()
                 }
                 None => error("Error: no package specified\n", 255),
@@ -527,14 +724,7 @@ impl Device {
             Err(message) => return error(message, 255),
         };
         let Some(component) = intent.component.clone() else {
-            return error(
-                format!(
-                    "Starting: {}\nError: Activity not started, unable to resolve {}\n",
-                    intent.describe(),
-                    intent.describe()
-                ),
-                1,
-            );
+            return self.am_start_implicit(&intent);
         };
         let Some((package, class)) = component
             .split_once('/')
@@ -557,8 +747,9 @@ impl Device {
             };
         }
         if intent.stop_first {
-            self.world().force_stop(package);
+            self.force_stop(package);
         }
+        *guard(&self.launching) = Some((intent.launch_fields(), 2000));
         let result = self.world().start_activity(&component);
         match result {
             Ok(()) => {
@@ -585,11 +776,78 @@ impl Device {
         }
     }
 
+    /// An intent without a component: a web link opens the browser, HOME the launcher;
+    /// nothing else on the device resolves one.
+    fn am_start_implicit(&self, intent: &Intent) -> Output {
+        let starting = format!("Starting: {}\n", intent.describe());
+        let web = intent
+            .data
+            .as_deref()
+            .is_some_and(|d| d.starts_with("http://") || d.starts_with("https://"));
+        let target = match intent.action.as_deref() {
+            Some("android.intent.action.VIEW") if web => Some(BROWSER_PACKAGE),
+            Some("android.intent.action.MAIN")
+                if intent
+                    .categories
+                    .iter()
+                    .any(|c| c == "android.intent.category.HOME") =>
+            {
+                Some(LAUNCHER_PACKAGE)
+            }
+            _ => None,
+        };
+        let launched = target.filter(|package| {
+            *guard(&self.launching) = Some((intent.launch_fields(), 2000));
+            self.world().launch(package).is_ok()
+        });
+        match launched {
+            Some(_) => text(starting),
+            None => error(
+                format!(
+                    "{starting}Error: Activity not started, unable to resolve {}\n",
+                    intent.describe()
+                ),
+                1,
+            ),
+        }
+    }
+
+    /// `am force-stop`: the process dies, as the activity manager logs it.
+    fn force_stop(&self, package: &str) {
+        if self.world().pid(package).is_some() {
+            guard(&self.logs).log(
+                Buffer::System,
+                SYSTEM_SERVER_PID,
+                'I',
+                "ActivityManager",
+                &format!(
+                    "Force stopping {package} appid={} user=0: from pid {}",
+                    package_uid(package),
+                    SHELL_PID + 1
+                ),
+            );
+        }
+        self.world().force_stop(package);
+    }
+
     fn am_broadcast(&self, args: &[String]) -> Output {
         let intent = match Intent::parse(args) {
             Ok(intent) => intent,
             Err(message) => return error(message, 255),
         };
+        let broadcasting = format!("Broadcasting: {}\n", intent.describe_broadcast());
+        if let Some(action) = intent
+            .action
+            .as_deref()
+            .filter(|a| PROTECTED_BROADCASTS.contains(a))
+        {
+            let pid = self.next_pid.fetch_add(1, Ordering::SeqCst);
+            return Output {
+                stdout: broadcasting.into_bytes(),
+                stderr: format!("Exception occurred while executing 'broadcast':\njava.lang.SecurityException: Permission Denial: not allowed to send broadcast {action} from pid={pid}, uid=2000\n\tat com.android.server.am.ActivityManagerService.broadcastIntentLocked(ActivityManagerService.java:13787)\n\tat com.android.server.am.ActivityManagerService.broadcastIntentWithFeature(ActivityManagerService.java:14518)\n").into_bytes(),
+                status: 255,
+            };
+        }
         let message = intent.extras.get("msg").cloned();
         let typed = match (intent.action.as_deref(), message) {
             (Some("ADB_INPUT_TEXT"), Some(msg)) => Some(msg),
@@ -606,10 +864,7 @@ impl Device {
                 let _ = world.ime_text(&typed);
             }
         }
-        text(format!(
-            "Broadcasting: {}\nBroadcast completed: result=0\n",
-            intent.describe_broadcast()
-        ))
+        text(format!("{broadcasting}Broadcast completed: result=0\n"))
     }
 
     /// The PCAPdroid `CaptureCtrl` activity: `-e action start|stop|get_status`, pcap_file mode.
@@ -659,53 +914,126 @@ impl Device {
 
     fn pm(&self, args: &[String]) -> Output {
         let installed = self.world().installed_packages();
+        let known = |package: &String| installed.contains(package);
         match args.first().map(String::as_str) {
             Some("path") => match args.get(1) {
-                Some(package) if installed.contains(package) => {
+                Some(package) if known(package) => {
                     text(format!("package:{}/base.apk\n", apk_dir(package)))
                 }
                 _ => Output::status(1),
             },
-            Some("list") if args.get(1).map(String::as_str) == Some("packages") => {
-                let filter = args[2..].iter().find(|a| !a.starts_with('-'));
-                text(
-                    installed
+            Some("list") => match args.get(1).map(String::as_str) {
+                Some("packages") => self.pm_list_packages(&args[2..], &installed),
+                Some("features") => text(
+                    FEATURES
                         .iter()
-                        .filter(|p| filter.is_none_or(|f| p.contains(f.as_str())))
-                        .map(|p| format!("package:{p}\n"))
+                        .map(|f| format!("feature:{f}\n"))
                         .collect::<String>(),
-                )
-            }
+                ),
+                _ => error("Error: unknown list type\n", 255),
+            },
+            Some("clear") => match args.iter().skip(1).find(|a| !a.starts_with('-')) {
+                // The app's process dies and its state with it (the simulator keeps no other
+                // app data).
+                Some(package) if known(package) => {
+                    self.force_stop(package);
+                    text("Success\n")
+                }
+                _ => error("Failed\n", 255),
+            },
+            Some("install" | "install-create") => error(
+                "Failure [INSTALL_FAILED_INTERNAL_ERROR: installing APKs is not simulated]\n",
+                1,
+            ),
+            Some("uninstall") => text(
+                "Failure [DELETE_FAILED_INTERNAL_ERROR: the app model fixes the installed packages]\n",
+            ),
             _ => error(
-                "Package manager (package) commands:\n  path PACKAGE\n  list packages [FILTER]\n",
+                "Package manager (package) commands:\n  path PACKAGE\n  list packages [-f] [-d] [-e] [-s] [-3] [-i] [-l] [-u] [-U] [--show-versioncode] [--user USER_ID] [FILTER]\n  list features\n  clear PACKAGE\n",
                 255,
             ),
         }
     }
 
-    fn logcat(&self, args: &[String]) -> Output {
-        let mut buffers = Vec::new();
-        let mut clear = false;
+    /// `pm list packages [-f] [-d] [-e] [-s] [-3] [-i] [-u] [-U] [--show-versioncode] [FILTER]`.
+    fn pm_list_packages(&self, args: &[String], installed: &[String]) -> Output {
+        let mut flags = String::new();
+        let mut filter = None;
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
             match arg.as_str() {
-                "-b" => buffers.extend(iter.next().cloned()),
-                "-c" => clear = true,
-                _ => {}
+                "--user" => {
+                    iter.next();
+                }
+                "--show-versioncode" => flags.push('V'),
+                "-a" | "--apex-only" | "--uid" => {}
+                flag if flag.starts_with("--") => {
+                    return error(format!("Error: Unknown option: {flag}\n"), 255)
+                }
+                flag if flag.starts_with('-') => {
+                    if let Some(bad) = flag[1..].chars().find(|c| !"fdes3ilUu".contains(*c)) {
+                        return error(format!("Error: Unknown option: -{bad}\n"), 255);
+                    }
+                    flags.push_str(&flag[1..]);
+                }
+                plain => filter = Some(plain.to_string()),
             }
         }
-        let crash = buffers.iter().any(|b| b == "crash" || b == "all");
-        if clear {
-            if crash || buffers.is_empty() {
+        let world = self.world();
+        let mut out = String::new();
+        for package in installed {
+            let system = world.is_system_package(package);
+            // Every simulated package is enabled.
+            let wanted = !(flags.contains('d')
+                || flags.contains('s') && !system
+                || flags.contains('3') && system
+                || filter
+                    .as_ref()
+                    .is_some_and(|f| !package.contains(f.as_str())));
+            if !wanted {
+                continue;
+            }
+            out.push_str("package:");
+            if flags.contains('f') {
+                out.push_str(&format!("{}/base.apk=", apk_dir(package)));
+            }
+            out.push_str(package);
+            if flags.contains('V') {
+                out.push_str(" versionCode:1");
+            }
+            if flags.contains('i') {
+                out.push_str("  installer=null");
+            }
+            if flags.contains('U') {
+                out.push_str(&format!(" uid:{}", package_uid(package)));
+            }
+            out.push('\n');
+        }
+        text(out)
+    }
+
+    /// `logcat`: the system log this device wrote and the world's crash buffer, through
+    /// logcat's filters. Without `-d` a device keeps streaming; the simulator prints what is
+    /// there and ends.
+    fn logcat(&self, args: &[String]) -> Output {
+        let options = match logcat::parse_args(args) {
+            Ok(options) => options,
+            Err(message) => return error(message, 1),
+        };
+        if options.clear {
+            guard(&self.logs).clear(&options.buffers);
+            if options.buffers.contains(&Buffer::Crash) {
                 self.world().clear_crash_log();
             }
             return Output::default();
         }
-        if crash {
-            text(self.world().crash_log())
-        } else {
-            Output::default()
-        }
+        let mut entries = guard(&self.logs).entries().to_vec();
+        entries.extend(logcat::parse_threadtime(
+            &self.world().crash_log(),
+            Buffer::Crash,
+        ));
+        entries.sort_by(|a, b| a.stamp.cmp(&b.stamp));
+        text(options.render(&entries))
     }
 
     /// Records until the time limit, SIGINT/SIGTERM (`pkill -INT screenrecord`), or SIGHUP (the
@@ -821,27 +1149,57 @@ impl Device {
     }
 
     fn settings(&self, args: &[String]) -> Output {
-        let words: Vec<&str> = args.iter().map(String::as_str).collect();
-        match words.as_slice() {
-            ["get", "secure", "default_input_method"] => {
-                text(format!("{}\n", self.world().ime_current()))
+        let request = match settings::parse(args) {
+            Ok(request) => request,
+            Err(usage) => return error(usage, 255),
+        };
+        // The input method settings are the world's IME state.
+        match request {
+            Request::Get("secure", "default_input_method") => {
+                return text(format!("{}\n", self.world().ime_current()));
             }
-            ["get", _, _] => text("null\n"),
-            _ => error(
-                "usage:  settings [--user <USER_ID> | current] get namespace key\n",
-                255,
-            ),
+            Request::Get("secure", "enabled_input_methods") => {
+                return text(format!("{}\n", self.world().ime_enabled().join(":")));
+            }
+            Request::Put("secure", "default_input_method", id) => {
+                self.world().ime_set(id);
+                return Output::default();
+            }
+            _ => {}
+        }
+        let mut store = guard(&self.settings);
+        match request {
+            Request::Get(namespace, key) => {
+                text(format!("{}\n", store.get(namespace, key).unwrap_or("null")))
+            }
+            Request::Put(namespace, key, value) => {
+                store.put(namespace, key, value);
+                Output::default()
+            }
+            Request::Delete(namespace, key) => {
+                let rows = usize::from(store.delete(namespace, key));
+                text(format!("Deleted {rows} rows\n"))
+            }
+            Request::List(namespace) => text(store.list(namespace)),
+        }
+    }
+
+    fn svc(&self, args: &[String]) -> Output {
+        match settings::svc(args) {
+            Ok((namespace, key, value)) => {
+                guard(&self.settings).put(namespace, key, &value);
+                Output::default()
+            }
+            Err(usage) => error(usage, 1),
         }
     }
 
     fn pids_of(&self, name: &str) -> Vec<u32> {
-        let mut pids: Vec<u32> = guard(&self.processes)
+        self.process_table()
             .iter()
             .filter(|p| p.name == name)
             .map(|p| p.pid)
-            .collect();
-        pids.extend(self.world().pid(name));
-        pids
+            .collect()
     }
 
     fn pidof(&self, args: &[String]) -> Output {
@@ -920,16 +1278,31 @@ impl Programs for Device {
         if argv.is_empty() {
             return Output::default();
         }
-        let delay = self.latency.delay(argv);
+        // Latency goes by the program, however its path was written.
+        let mut named = argv.to_vec();
+        if let Some(name) = program_name(&argv[0]) {
+            named[0] = name.to_string();
+        }
+        let delay = self.latency.delay(&named);
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
-        self.dispatch(argv, session, fs)
+        let before = self.moment();
+        let output = self.dispatch(argv, session, fs);
+        self.log_changes(&before, &self.moment());
+        output
     }
 }
 
-fn task_id(package: &str) -> u32 {
-    12 + u32::from(Sha256::digest(package.as_bytes())[0] % 64)
+/// The program a command names: a bare name, or a path into `/system/bin` of a program there.
+fn program_name(command: &str) -> Option<&str> {
+    match command.rsplit_once('/') {
+        None => Some(command),
+        Some((dir, name)) => {
+            let dir = super::shell::FileSystem::normalize(dir);
+            (dir == toybox::BIN && PROGRAMS.contains(&name)).then_some(name)
+        }
+    }
 }
 
 /// The Android 11+ install directory of a package: `/data/app/~~HASH==/PKG-HASH==`.
@@ -951,6 +1324,17 @@ fn raw_screencap(image: &image::RgbaImage) -> Vec<u8> {
     }
     out.extend_from_slice(image.as_raw());
     out
+}
+
+/// `Uri.toSafeString()`: a web address keeps its scheme and host only.
+fn safe_uri(uri: &str) -> String {
+    match uri.split_once("://") {
+        Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            format!("{scheme}://{host}/...")
+        }
+        _ => uri.to_string(),
+    }
 }
 
 fn number_error(values: &[&str]) -> Output {
@@ -1006,6 +1390,7 @@ fn split_signal(args: &[String]) -> (Signal, Vec<&str>) {
 struct Intent {
     action: Option<String>,
     categories: Vec<String>,
+    data: Option<String>,
     component: Option<String>,
     extras: BTreeMap<String, String>,
     wait: bool,
@@ -1030,7 +1415,8 @@ impl Intent {
                 }
                 "-W" => intent.wait = true,
                 "-S" => intent.stop_first = true,
-                "-f" | "--user" | "-d" | "-t" | "-p" => {
+                "-d" => intent.data = Some(value()?),
+                "-f" | "--user" | "-t" | "-p" => {
                     value()?;
                 }
                 _ => {}
@@ -1039,7 +1425,8 @@ impl Intent {
         Ok(intent)
     }
 
-    fn fields(&self) -> String {
+    /// `act=`, `cat=[...]` and `dat=` as `Intent.toShortString` writes them, then `tail`.
+    fn parts(&self, tail: Option<String>) -> String {
         let mut parts = Vec::new();
         if let Some(action) = &self.action {
             parts.push(format!("act={action}"));
@@ -1047,10 +1434,20 @@ impl Intent {
         if !self.categories.is_empty() {
             parts.push(format!("cat=[{}]", self.categories.join(",")));
         }
-        if let Some(component) = &self.component {
-            parts.push(format!("cmp={component}"));
+        if let Some(data) = &self.data {
+            parts.push(format!("dat={}", safe_uri(data)));
         }
+        parts.extend(tail);
         parts.join(" ")
+    }
+
+    fn fields(&self) -> String {
+        self.parts(self.component.as_ref().map(|c| format!("cmp={c}")))
+    }
+
+    /// The fields the activity manager logs for a launch, up to the component it resolved.
+    fn launch_fields(&self) -> String {
+        self.parts(Some("flg=0x10000000".to_string()))
     }
 
     fn describe(&self) -> String {
@@ -1199,165 +1596,6 @@ mod mp4 {
     }
 }
 
-fn echo(args: &[String]) -> Output {
-    let (newline, words) = match args.first().map(String::as_str) {
-        Some("-n") => (false, &args[1..]),
-        _ => (true, args),
-    };
-    let mut out = words.join(" ");
-    if newline {
-        out.push('\n');
-    }
-    text(out)
-}
-
-fn cat(args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
-    let files: Vec<&String> = args
-        .iter()
-        .filter(|a| !a.starts_with('-') || *a == "-")
-        .collect();
-    if files.is_empty() {
-        return Output::ok(session.stdin());
-    }
-    let mut out = Output::default();
-    for file in files {
-        if file == "-" {
-            out.stdout.extend(session.stdin());
-            continue;
-        }
-        match lock(fs).read(file) {
-            Ok(bytes) => out.stdout.extend_from_slice(bytes),
-            Err(err) => {
-                out.stderr
-                    .extend(format!("cat: {file}: {err}\n").into_bytes());
-                out.status = 1;
-            }
-        }
-    }
-    out
-}
-
-fn flags_and_paths(args: &[String]) -> (String, Vec<&String>) {
-    let flags = args
-        .iter()
-        .filter(|a| a.starts_with('-') && a.len() > 1)
-        .flat_map(|a| a[1..].chars())
-        .collect();
-    let paths = args
-        .iter()
-        .filter(|a| !a.starts_with('-') || a.len() == 1)
-        .collect();
-    (flags, paths)
-}
-
-fn rm(args: &[String], fs: &FsHandle) -> Output {
-    let (flags, paths) = flags_and_paths(args);
-    let force = flags.contains('f');
-    let recursive = flags.contains('r') || flags.contains('R');
-    let mut out = Output::default();
-    if paths.is_empty() && !force {
-        return error("rm: Needs 1 argument (see \"rm --help\")\n", 1);
-    }
-    for path in paths {
-        match lock(fs).remove(path, recursive) {
-            Ok(()) => {}
-            Err(super::shell::FsError::NotFound) if force => {}
-            Err(err) => {
-                out.stderr
-                    .extend(format!("rm: {path}: {err}\n").into_bytes());
-                out.status = 1;
-            }
-        }
-    }
-    out
-}
-
-fn ls(args: &[String], fs: &FsHandle) -> Output {
-    let (flags, paths) = flags_and_paths(args);
-    let long = flags.contains('l');
-    let paths = if paths.is_empty() {
-        vec!["/".to_string()]
-    } else {
-        paths.into_iter().cloned().collect()
-    };
-    let mut out = Output::default();
-    let fs = lock(fs);
-    for path in paths {
-        match fs.list(&path) {
-            Ok(entries) => {
-                for entry in entries {
-                    let line = if long {
-                        let kind = if entry.stat.is_dir {
-                            "drwxrwx--x"
-                        } else {
-                            "-rw-rw----"
-                        };
-                        let when = chrono::DateTime::from_timestamp(i64::from(entry.stat.mtime), 0)
-                            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
-                            .unwrap_or_default();
-                        format!(
-                            "{kind} 1 shell shell {} {when} {}\n",
-                            entry.stat.size, entry.name
-                        )
-                    } else {
-                        format!("{}\n", entry.name)
-                    };
-                    out.stdout.extend(line.into_bytes());
-                }
-            }
-            Err(err) => {
-                out.stderr
-                    .extend(format!("ls: {path}: {err}\n").into_bytes());
-                out.status = 1;
-            }
-        }
-    }
-    out
-}
-
-fn mkdir(args: &[String], fs: &FsHandle) -> Output {
-    let (flags, paths) = flags_and_paths(args);
-    let mut out = Output::default();
-    for path in paths {
-        if let Err(err) = lock(fs).mkdir(path, flags.contains('p')) {
-            out.stderr
-                .extend(format!("mkdir: '{path}': {err}\n").into_bytes());
-            out.status = 1;
-        }
-    }
-    out
-}
-
-fn touch(args: &[String], fs: &FsHandle) -> Output {
-    let mut out = Output::default();
-    for path in args.iter().filter(|a| !a.starts_with('-')) {
-        let mut storage = lock(fs);
-        if storage.stat(path).is_some() {
-            continue;
-        }
-        if let Err(err) = storage.write(path, &[], false) {
-            out.stderr
-                .extend(format!("touch: '{path}': {err}\n").into_bytes());
-            out.status = 1;
-        }
-    }
-    out
-}
-
-fn sleep(args: &[String]) -> Output {
-    match args
-        .first()
-        .and_then(|a| a.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-    {
-        Some(secs) => {
-            std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
-            Output::default()
-        }
-        None => error("sleep: Needs 1 argument (see \"sleep --help\")\n", 1),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1379,15 +1617,6 @@ mod tests {
         }
         assert_eq!(packets, 4);
         assert!(String::from_utf8_lossy(&file).contains("shop"));
-    }
-
-    #[test]
-    fn components_print_like_activity_records() {
-        assert_eq!(short_component("com.a", "com.a.Main"), "com.a/.Main");
-        assert_eq!(short_component("com.a", ".Main"), "com.a/.Main");
-        assert_eq!(short_component("com.a", "org.b.Main"), "com.a/org.b.Main");
-        assert_eq!(full_class("com.a", ".Main"), "com.a.Main");
-        assert_eq!(short_hash("x").len(), 7);
     }
 
     #[test]

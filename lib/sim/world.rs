@@ -50,6 +50,15 @@ pub struct WorldOptions {
     pub serial: String,
 }
 
+/// A running task as `dumpsys activity` lists it: the package it was started for and the
+/// activities on its back stack, bottom first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSummary {
+    pub package: String,
+    /// `(package, fully qualified activity class)` per back stack entry.
+    pub activities: Vec<(String, String)>,
+}
+
 /// What is in front.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Foreground {
@@ -199,6 +208,37 @@ impl World {
             activity: screen.activity,
             screen: screen.id,
         }
+    }
+
+    /// The app tasks, least recent first (the last one is in front when an app is).
+    pub fn tasks(&self) -> Vec<TaskSummary> {
+        self.tasks
+            .iter()
+            .map(|task| TaskSummary {
+                package: task.package.clone(),
+                activities: task
+                    .stack
+                    .iter()
+                    .map(|entry| match &entry.view {
+                        // Names only: no need to copy a model screen's nodes.
+                        View::Model(index) => {
+                            let screen = self.model.screen(*index);
+                            (screen.package.clone(), screen.activity.clone())
+                        }
+                        View::External(_) => {
+                            let screen = self.screen_for(&entry.view);
+                            (screen.package, screen.activity)
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// True when the package is one the device ships with (not the model's app, nor the ADB
+    /// Keyboard).
+    pub fn is_system_package(&self, package: &str) -> bool {
+        SYSTEM_PACKAGES.iter().any(|(p, _)| *p == package)
     }
 
     /// True while the ANR dialog covers the app.

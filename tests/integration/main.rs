@@ -18,6 +18,7 @@ mod one_graph;
 mod record;
 mod sim_adb;
 mod sim_check;
+mod sim_clients;
 mod sim_dispatch;
 mod sim_protocol;
 mod sim_world;

@@ -28,16 +28,16 @@ fn adb_binary() -> Option<&'static str> {
     None
 }
 
-/// A `droid-sim` process, killed on drop.
-struct SimProcess {
+/// A `droid-sim` process, killed on drop (the Python clients' tests use it too).
+pub(crate) struct SimProcess {
     child: Child,
-    port: u16,
-    serial: String,
+    pub(crate) port: u16,
+    pub(crate) serial: String,
     home: tempfile::TempDir,
 }
 
 impl SimProcess {
-    fn start(args: &[&str]) -> SimProcess {
+    pub(crate) fn start(args: &[&str]) -> SimProcess {
         let mut child = droid("droid-sim")
             .args(args)
             .stdout(Stdio::piped())
