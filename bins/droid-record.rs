@@ -102,10 +102,10 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<ExitCode> {
     if let Some(Command::Config { config_db, action }) = args.command {
         let path = config_db.unwrap_or_else(config::default_path_from_env);
-        let user = UserConfig::open(&path).with_context(|| format!("{}", path.display()))?;
+        let user = UserConfig::open(&path)?;
         return configure(user, action);
     }
-    let store = Store::open(&args.db).with_context(|| format!("{}", args.db.display()))?;
+    let store = Store::open(&args.db)?;
     let mut out = io::stdout().lock();
     match args.command {
         None => {

@@ -109,7 +109,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let app = args.app.unwrap_or_default();
     if args.describe {
-        let model = AppModel::load(&app).with_context(|| format!("cannot load {app}"))?;
+        let model = AppModel::load(&app)?;
         return print(&model.describe());
     }
     let config = SimConfig {

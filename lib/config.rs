@@ -78,13 +78,13 @@ impl ValueType {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    #[error("opening {path}: {source}")]
+    #[error("opening {path}")]
     Open {
         path: PathBuf,
         #[source]
         source: rusqlite::Error,
     },
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Sql {
         context: &'static str,
         #[source]

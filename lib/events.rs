@@ -868,7 +868,7 @@ pub enum ReadError {
     #[error("line {line}: {reason}")]
     Line { line: u64, reason: LineError },
     /// The input itself failed; nothing more can be read.
-    #[error("reading input: {0}")]
+    #[error("reading input")]
     Io(#[from] io::Error),
 }
 

@@ -47,13 +47,14 @@ const THUMB_HEIGHT: u32 = 80;
 pub enum HashError {
     #[error(transparent)]
     Hierarchy(#[from] ParseError),
-    #[error("not a readable PNG: {0}")]
-    Image(image::ImageError),
+    #[error("not a readable PNG")]
+    Image(#[source] image::ImageError),
     #[error("not a perceptual hash (16 hex digits expected): {0:?}")]
     BadPhash(String),
-    #[error("reading {path}: {error}")]
+    #[error("reading {path}")]
     Read {
         path: PathBuf,
+        #[source]
         error: std::io::Error,
     },
 }

@@ -32,7 +32,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AdbError {
-    #[error("ADB server not reachable at {addr}: {source}")]
+    #[error("ADB server not reachable at {addr}")]
     ServerUnreachable {
         addr: String,
         #[source]
@@ -60,7 +60,7 @@ pub enum AdbError {
     Refused { request: String, message: String },
     #[error("ADB protocol error during `{what}`: {detail}")]
     Protocol { what: String, detail: String },
-    #[error("I/O error during `{what}`: {source}")]
+    #[error("I/O error during `{what}`")]
     Io {
         what: String,
         #[source]

@@ -20,11 +20,11 @@ use crate::ui::{parse, prune, ParseError};
 pub enum DeviceCaptureError {
     #[error(transparent)]
     Device(#[from] DeviceError),
-    #[error("the device's hierarchy dump: {0}")]
+    #[error("the device's hierarchy dump")]
     Hierarchy(#[source] ParseError),
-    #[error("the device's screenshot is not a readable PNG: {0}")]
+    #[error("the device's screenshot is not a readable PNG")]
     Screenshot(#[source] image::ImageError),
-    #[error("writing {path}: {error}")]
+    #[error("writing {path}")]
     Write {
         path: PathBuf,
         #[source]

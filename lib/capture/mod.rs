@@ -20,16 +20,22 @@ use crate::ui::{is_actionable, ParseError, UiElement};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CaptureError {
-    #[error("reading {path}: {error}")]
+    #[error("reading {path}")]
     Read {
         path: PathBuf,
+        #[source]
         error: std::io::Error,
     },
-    #[error("{path}: {error}")]
-    Hierarchy { path: PathBuf, error: ParseError },
-    #[error("{path}: not a readable PNG: {error}")]
+    #[error("{path}")]
+    Hierarchy {
+        path: PathBuf,
+        #[source]
+        error: ParseError,
+    },
+    #[error("{path}: not a readable PNG")]
     Screenshot {
         path: PathBuf,
+        #[source]
         error: image::ImageError,
     },
 }

@@ -15,13 +15,13 @@ use crate::store::{self, Store};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Store {
         path: PathBuf,
         #[source]
         source: store::Error,
     },
-    #[error("{path}: run {run}'s recorded events: {source}")]
+    #[error("{path}: run {run}'s recorded events")]
     Event {
         path: PathBuf,
         run: String,

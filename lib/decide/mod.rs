@@ -99,13 +99,13 @@ pub enum Error {
     #[error(transparent)]
     Provider(#[from] ProviderError),
     /// The server refused the same way on consecutive steps: asking again will not help.
-    #[error("{source} (the same refusal {steps} steps in a row: the stage stops)")]
+    #[error("the same refusal {steps} steps in a row: the stage stops")]
     Repeated {
         steps: u32,
         #[source]
         source: ProviderError,
     },
-    #[error("reading --system-prompt {}: {source}", path.display())]
+    #[error("reading --system-prompt {}", path.display())]
     SystemPromptUnreadable {
         path: PathBuf,
         #[source]

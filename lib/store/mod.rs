@@ -49,7 +49,9 @@ const LOCK_ATTEMPTS: u32 = 6;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    #[error("opening {path}: {source}")]
+    #[error("{}: its folder does not exist", .0.display())]
+    NoFolder(PathBuf),
+    #[error("opening {path}")]
     Open {
         path: PathBuf,
         #[source]
@@ -61,7 +63,7 @@ pub enum Error {
         found: i64,
         supported: i64,
     },
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Sql {
         context: &'static str,
         #[source]
@@ -75,15 +77,15 @@ pub enum Error {
         seq: i64,
         reason: String,
     },
-    #[error("removing session folder {path}: {source}")]
+    #[error("removing session folder {path}")]
     SessionDir {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("writing: {0}")]
+    #[error("writing")]
     Write(#[source] std::io::Error),
-    #[error("starting the checkpoint thread: {0}")]
+    #[error("starting the checkpoint thread")]
     Thread(#[source] std::io::Error),
 }
 
@@ -114,6 +116,10 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if folder.is_some_and(|folder| !folder.is_dir()) {
+            return Err(Error::NoFolder(path.to_path_buf()));
+        }
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // Only takes effect on a file not written yet, so before anything else.
