@@ -7,6 +7,7 @@ pub mod act;
 pub mod adb;
 pub mod capture;
 pub mod config;
+pub mod crash;
 pub mod decide;
 pub mod device;
 pub mod events;
