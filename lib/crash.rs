@@ -200,11 +200,7 @@ fn crash_from_lines(stack_trace: String, lines: &[&str]) -> CrashData {
         } else {
             own
         };
-        crash.signature_frames = picked
-            .into_iter()
-            .take(SIGNATURE_FRAMES)
-            .cloned()
-            .collect();
+        crash.signature_frames = picked.into_iter().take(SIGNATURE_FRAMES).cloned().collect();
     }
     crash.signature = crash_signature(&crash.exception, &crash.signature_frames);
     crash
@@ -313,7 +309,9 @@ mod tests {
         );
         assert_eq!(new.signature, old.signature);
         assert_eq!(new.signature.len(), 16);
-        assert!(new.stack_trace.ends_with("ZygoteInit.main(ZygoteInit.java:776)"));
+        assert!(new
+            .stack_trace
+            .ends_with("ZygoteInit.main(ZygoteInit.java:776)"));
         assert_eq!(new.stack_trace.lines().count(), 15);
     }
 
@@ -332,12 +330,19 @@ mod tests {
         );
         assert_eq!(studio[0].stack_trace.lines().count(), 31, "the whole file");
 
-        let tasks = parse_crashes(&fixture("fatal_exception_asynctask_message_only_android7.txt"));
+        let tasks = parse_crashes(&fixture(
+            "fatal_exception_asynctask_message_only_android7.txt",
+        ));
         assert_eq!(tasks.len(), 2);
         assert_eq!(tasks[0].exception, "java.lang.NullPointerException");
-        assert!(tasks[0].exception_message.starts_with("Attempt to invoke virtual method"));
+        assert!(tasks[0]
+            .exception_message
+            .starts_with("Attempt to invoke virtual method"));
         assert_eq!(tasks[1].exception_message, "");
-        assert_eq!(tasks[0].signature, tasks[1].signature, "same bug, two Androids");
+        assert_eq!(
+            tasks[0].signature, tasks[1].signature,
+            "same bug, two Androids"
+        );
         assert_eq!(tasks[0].package, "com.ichi2.anki");
     }
 
@@ -358,8 +363,16 @@ mod tests {
 
     #[test]
     fn anr_signatures_ignore_queue_figures() {
-        let a = anr_signature("p", "p/.A", "Input dispatching timed out (Wait queue length: 58.)");
-        let b = anr_signature("p", "p/.A", "Input dispatching timed out (Wait queue length: 12.)");
+        let a = anr_signature(
+            "p",
+            "p/.A",
+            "Input dispatching timed out (Wait queue length: 58.)",
+        );
+        let b = anr_signature(
+            "p",
+            "p/.A",
+            "Input dispatching timed out (Wait queue length: 12.)",
+        );
         assert_eq!(a, b);
         assert_ne!(a, anr_signature("p", "p/.B", "Input dispatching timed out"));
     }

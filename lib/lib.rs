@@ -13,6 +13,7 @@ pub mod device;
 pub mod events;
 pub mod hash;
 pub mod record;
+pub mod report;
 pub mod secret;
 pub mod sim;
 pub mod store;

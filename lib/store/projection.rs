@@ -701,17 +701,24 @@ fn record_crash(conn: &Connection, run_id: i64, note: &Note, seq: i64) -> Result
     }
     let row = if note.kind == "crash" {
         let c: CrashData = serde_json::from_value(data).unwrap_or_default();
+        let data_has_exception = !c.exception.is_empty();
         let exception = match c.exception.is_empty() {
-            true => message.split(':').next().unwrap_or_default().trim().to_string(),
+            true => message
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
             false => c.exception,
         };
         let signature = match c.signature.is_empty() {
             true => crash_signature(&exception, &c.signature_frames),
             false => c.signature,
         };
-        let message = match c.exception_message.is_empty() {
-            true => message,
-            false => c.exception_message,
+        // A note without a parsed exception has only its message to tell.
+        let message = match data_has_exception {
+            true => c.exception_message,
+            false => message,
         };
         Row {
             package: c.package,

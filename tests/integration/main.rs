@@ -5,6 +5,8 @@ mod adb;
 mod capture;
 mod capture_device;
 mod common;
+#[path = "../support/crawl.rs"]
+mod crawl;
 mod decide_from_store;
 mod decide_heuristic;
 mod decide_openai_compat;
@@ -15,6 +17,7 @@ mod events;
 mod explore;
 mod hash;
 mod record;
+mod report;
 mod sim_adb;
 mod sim_protocol;
 mod sim_world;

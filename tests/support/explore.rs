@@ -25,14 +25,7 @@ pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (us
         .into_iter()
         .map(|i| model.screen(i).id.clone())
         .collect();
-    // Screens of other packages in the model (a launcher page, a browser) are part of the app's
-    // journey, not places to back out of.
-    let allowed: Vec<String> = model
-        .screens()
-        .iter()
-        .map(|s| s.package.clone())
-        .filter(|p| *p != package)
-        .collect();
+    let allowed = other_packages(&model);
     let dir = tempfile::tempdir().unwrap();
     let truth = dir.path().join("truth.jsonl");
     let sim = Sim::start(SimConfig {
@@ -43,13 +36,7 @@ pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (us
     let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial())).unwrap();
     device.launch(&package).unwrap();
     let info = device.info().unwrap();
-    let act = droid::act::Config {
-        pause: std::time::Duration::ZERO,
-        settle: std::time::Duration::ZERO,
-        long_press_ms: 600,
-        default_wait: std::time::Duration::ZERO,
-        test_password: None,
-    };
+    let act = no_waits();
     let mut heuristic = Heuristic::new(seed, Credentials::default());
     heuristic.set_package(Some(package.clone()), allowed);
     let mut monkey = RandomDecider::new(1);
@@ -89,8 +76,30 @@ pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (us
     (reached.len(), reachable.len())
 }
 
+/// Packages of the model's screens other than the app's (a launcher page, a browser): part of
+/// the app's journey, not places to back out of.
+pub fn other_packages(model: &droid::sim::model::AppModel) -> Vec<String> {
+    model
+        .screens()
+        .iter()
+        .map(|s| s.package.clone())
+        .filter(|p| p != model.package())
+        .collect()
+}
+
+/// droid-act without its pauses: the simulator needs no time to settle.
+pub fn no_waits() -> droid::act::Config {
+    droid::act::Config {
+        pause: std::time::Duration::ZERO,
+        settle: std::time::Duration::ZERO,
+        long_press_ms: 600,
+        default_wait: std::time::Duration::ZERO,
+        test_password: None,
+    }
+}
+
 /// The observation as droid-hash enriches it (perceptual, layout and structure hashes).
-fn hashed(observation: Observation) -> Observation {
+pub fn hashed(observation: Observation) -> Observation {
     let line = droid::events::Event::Observation(Box::new(observation)).to_line();
     let mut output = Vec::new();
     let mut report = |_: &str| {};
