@@ -284,7 +284,7 @@ mod tests {
         for line in out.text.lines() {
             assert!(line.chars().count() <= WIDTH, "{line:?}");
         }
-        assert_eq!(out.text.lines().count(), 3 + 5);
+        assert_eq!(out.text.lines().count(), 3 + 4);
     }
 
     #[test]
