@@ -106,3 +106,13 @@ fn run(args: Args) -> Result<ExitCode> {
     );
     Ok(ExitCode::from(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Args::command().debug_assert();
+    }
+}

@@ -628,3 +628,106 @@ fn real_crash_and_anr_texts_group_by_signature() {
         before
     );
 }
+
+/// `DROID_REPORT_SAMPLES=DIR` copies the shared crawl's reports to DIR (`scripts/report-samples.sh`
+/// makes the pictures in docs/ from them); without it, only checks that every format was written.
+#[test]
+fn sample_reports() {
+    let files = &shared().files;
+    assert_eq!(files.len(), Format::ALL.len());
+    let Some(dir) = std::env::var_os("DROID_REPORT_SAMPLES") else {
+        return;
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    for path in files.values() {
+        std::fs::copy(path, Path::new(&dir).join(path.file_name().unwrap())).unwrap();
+    }
+}
+
+/// Text from apps in any script reaches the PDF with fonts embedded that draw it, and reads back.
+#[test]
+fn the_pdf_draws_chinese_korean_hindi_and_emoji() {
+    let (Some(pdftotext), Some(pdffonts)) = (tool(&["pdftotext"]), tool(&["pdffonts"])) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crawler.db");
+    let words = ["购物车已清空", "장바구니가 비었습니다", "नमस्ते", "🛒😀"];
+    let anr = droid::crash::AnrData {
+        package: "com.example.shop".into(),
+        reason: words.join(" "),
+        trace: words.join("\n"),
+        signature: "0123456789abcdef".into(),
+        ..droid::crash::AnrData::default()
+    };
+    variant(
+        &db,
+        "scripts",
+        3,
+        Some(("COMPLETED", "max_steps")),
+        vec![note(2, "anr", "ANR", serde_json::to_value(anr).unwrap())],
+    );
+    let pdf = dir.path().join("scripts.pdf");
+    let out = report_cmd(&db)
+        .args(["scripts", "--format", "pdf", "-o"])
+        .arg(&pdf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = Command::new(pdftotext).arg(&pdf).arg("-").output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    for word in words {
+        assert!(
+            text.contains(word),
+            "{word} is not in the PDF text:\n{text}"
+        );
+    }
+    let fonts = Command::new(pdffonts).arg(&pdf).output().unwrap();
+    let fonts = String::from_utf8(fonts.stdout).unwrap();
+    let rows: Vec<&str> = fonts.lines().skip(2).collect();
+    assert!(
+        rows.len() >= 4,
+        "text, CJK, Devanagari and emoji faces:\n{fonts}"
+    );
+    for row in rows {
+        let columns: Vec<&str> = row.split_whitespace().collect();
+        // name type encoding emb sub uni object ID
+        assert_eq!(columns[columns.len() - 5], "yes", "embedded: {row}");
+    }
+}
+
+#[test]
+fn help_has_examples_and_a_missing_database_or_run_is_a_clear_error() {
+    let out = droid("droid-report").arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("Examples:") && help.contains("--fail-on"),
+        "{help}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = report_cmd(&dir.path().join("none.db")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("droid-report: error: no database at "),
+        "{}",
+        stderr(&out)
+    );
+    let out = report_cmd(&shared().run.db)
+        .arg("no-such-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no run \"no-such-run\""),
+        "{}",
+        stderr(&out)
+    );
+    let empty = dir.path().join("empty.db");
+    Store::open(&empty).unwrap();
+    let out = report_cmd(&empty).output().unwrap();
+    assert!(
+        stderr(&out).contains("the database has no run yet"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -7,10 +7,12 @@
 
 pub mod fonts;
 
+use std::collections::BTreeSet;
+
 use printpdf::{
-    Color, FontId, Line, LinePoint, Mm, Op, PaintMode, PdfDocument, PdfFontHandle, PdfPage,
-    PdfSaveOptions, Point, Polygon, PolygonRing, Pt, RawImage, RawImageData, RawImageFormat, Rect,
-    Rgb, TextItem, WindingOrder, XObjectTransform,
+    Codepoint, Color, FontId, Line, LinePoint, Mm, Op, PaintMode, ParsedFont, PdfDocument, PdfFont,
+    PdfFontHandle, PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt, RawImage,
+    RawImageData, RawImageFormat, Rect, Rgb, TextItem, WindingOrder, XObjectTransform,
 };
 use serde_json::Value;
 
@@ -85,10 +87,16 @@ fn path(points: &[(f32, f32)]) -> Vec<LinePoint> {
 struct Doc<'f> {
     fonts: &'f Fonts,
     pdf: PdfDocument,
-    ids: Vec<Option<FontId>>,
+    /// Glyph ids drawn with each face: what its embedded subset keeps.
+    used: Vec<BTreeSet<u16>>,
     pages: Vec<Vec<Op>>,
     ops: Vec<Op>,
     y: f32,
+}
+
+/// The PDF font resource of a face.
+fn font_id(face: usize) -> FontId {
+    FontId(format!("droid-face-{face}"))
 }
 
 impl<'f> Doc<'f> {
@@ -96,19 +104,11 @@ impl<'f> Doc<'f> {
         Doc {
             fonts,
             pdf: PdfDocument::new(title),
-            ids: (0..fonts.faces.len()).map(|_| None).collect(),
+            used: vec![BTreeSet::new(); fonts.faces.len()],
             pages: Vec::new(),
             ops: Vec::new(),
             y: MARGIN,
         }
-    }
-
-    fn font(&mut self, face: usize) -> Option<FontId> {
-        if self.ids[face].is_none() {
-            let parsed = self.fonts.faces[face].parsed()?;
-            self.ids[face] = Some(self.pdf.add_font(parsed));
-        }
-        self.ids[face].clone()
     }
 
     fn new_page(&mut self) {
@@ -130,23 +130,30 @@ impl<'f> Doc<'f> {
         if text.is_empty() {
             return;
         }
-        let runs = self.fonts.runs(&text, style);
+        let runs = self.fonts.shape(&text, style);
         self.ops.push(Op::SaveGraphicsState);
         self.ops.push(Op::SetFillColor { col: rgb(color) });
         self.ops.push(Op::StartTextSection);
         self.ops.push(Op::SetTextCursor {
             pos: point(x, y_top + size * 0.8),
         });
-        for (face, run) in runs {
-            let Some(id) = self.font(face) else {
-                continue;
-            };
+        for run in runs {
+            self.used[run.face].extend(run.glyphs.iter().map(|g| g.gid));
             self.ops.push(Op::SetFont {
-                font: PdfFontHandle::External(id),
+                font: PdfFontHandle::External(font_id(run.face)),
                 size: Pt(size),
             });
+            let glyphs = run
+                .glyphs
+                .into_iter()
+                .map(|g| Codepoint {
+                    gid: g.gid,
+                    offset: g.adjust,
+                    cid: Some(g.text),
+                })
+                .collect();
             self.ops.push(Op::ShowText {
-                items: vec![TextItem::Text(run)],
+                items: vec![TextItem::GlyphIds(glyphs)],
             });
         }
         self.ops.push(Op::EndTextSection);
@@ -310,24 +317,52 @@ impl<'f> Doc<'f> {
 
     fn finish(mut self) -> Result<Vec<u8>, Error> {
         self.new_page();
-        let pages = std::mem::take(&mut self.pages);
+        let mut pages = std::mem::take(&mut self.pages);
         let count = pages.len();
+        for (i, ops) in pages.iter_mut().enumerate() {
+            let footer = format!("page {} of {count}", i + 1);
+            self.text(
+                PAGE_W - MARGIN - 60.0,
+                PAGE_H - 28.0,
+                8.0,
+                Style::Regular,
+                GREY,
+                &footer,
+            );
+            ops.append(&mut self.ops);
+        }
+        // Each face used is embedded as a subset of the glyphs drawn, renumbered.
+        for (face, used) in self.used.iter().enumerate() {
+            if used.is_empty() {
+                continue;
+            }
+            let Some(loaded) = self.fonts.faces[face].loaded() else {
+                continue;
+            };
+            let glyphs: Vec<u16> = used.iter().copied().collect();
+            let remapper = subsetter::GlyphRemapper::new_from_glyphs_sorted(&glyphs);
+            let bytes = subsetter::subset(&loaded.bytes, 0, &remapper).map_err(|e| {
+                Error::Pdf(format!(
+                    "subsetting {}: {e}",
+                    self.fonts.faces[face].path.display()
+                ))
+            })?;
+            let parsed = ParsedFont::from_bytes(&bytes, 0, &mut Vec::new()).ok_or_else(|| {
+                Error::Pdf(format!(
+                    "reading the subset of {}",
+                    self.fonts.faces[face].path.display()
+                ))
+            })?;
+            self.pdf
+                .resources
+                .fonts
+                .map
+                .insert(font_id(face), PdfFont::new(parsed));
+            renumber(&mut pages, &font_id(face), &remapper);
+        }
         let pages: Vec<PdfPage> = pages
             .into_iter()
-            .enumerate()
-            .map(|(i, mut ops)| {
-                let footer = format!("page {} of {count}", i + 1);
-                self.text(
-                    PAGE_W - MARGIN - 60.0,
-                    PAGE_H - 28.0,
-                    8.0,
-                    Style::Regular,
-                    GREY,
-                    &footer,
-                );
-                ops.append(&mut self.ops);
-                PdfPage::new(Mm(210.0), Mm(297.0), ops)
-            })
+            .map(|ops| PdfPage::new(Mm(210.0), Mm(297.0), ops))
             .collect();
         let mut warnings = Vec::new();
         let bytes = self
@@ -338,6 +373,31 @@ impl<'f> Doc<'f> {
             return Err(Error::Pdf(format!("{warnings:?}")));
         }
         Ok(bytes)
+    }
+}
+
+/// Glyph ids drawn with `font` renumbered as its subset numbers them.
+fn renumber(pages: &mut [Vec<Op>], font: &FontId, remapper: &subsetter::GlyphRemapper) {
+    for ops in pages {
+        let mut current = false;
+        for op in ops.iter_mut() {
+            match op {
+                Op::SetFont {
+                    font: PdfFontHandle::External(id),
+                    ..
+                } => current = id == font,
+                Op::ShowText { items } if current => {
+                    for item in items {
+                        if let TextItem::GlyphIds(glyphs) = item {
+                            for glyph in glyphs {
+                                glyph.gid = remapper.get(glyph.gid).unwrap_or(0);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 }
 
