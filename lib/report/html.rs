@@ -118,12 +118,14 @@ impl Page {
     /// One CSS class per screen with a readable screenshot: `.s{id}`.
     fn images(&mut self, report: &Report) {
         let b64 = base64::engine::general_purpose::STANDARD;
-        for screen in &report.screens {
-            let Some(png) = screen
+        let pngs = thumbnail::parallel(&report.screens, |screen| {
+            screen
                 .screenshot
                 .as_deref()
                 .and_then(|p| thumbnail::png(p, THUMB.0, THUMB.1))
-            else {
+        });
+        for (screen, png) in report.screens.iter().zip(pngs) {
+            let Some(png) = png else {
                 continue;
             };
             let _ = write!(

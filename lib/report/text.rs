@@ -110,7 +110,7 @@ pub fn render(report: &Report) -> String {
     out.field(
         "Recovery",
         &format!(
-            "{} crashes, {} relaunches, stuck {} ({} escaped), context lost {} ({} recovered)",
+            "crashes {}, relaunches {}, stuck {} (escaped {}), context lost {} (recovered {})",
             s("app_crash_count"),
             s("app_relaunch_count"),
             s("stuck_detection_count"),

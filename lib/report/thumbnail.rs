@@ -44,3 +44,24 @@ pub fn load_sharp(path: &Path, max_width: u32, max_height: u32) -> Option<RgbIma
     );
     Some(image.resize_exact(nw, nh, FilterType::Triangle).to_rgb8())
 }
+
+/// `work` on every item, spread over the machine's cores (decoding a screenshot is most of a
+/// report's time), results in the items' order.
+pub fn parallel<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = items.len().div_ceil(threads).max(1);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(work).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}

@@ -10,7 +10,7 @@ pub mod fonts;
 use std::collections::BTreeSet;
 
 use printpdf::{
-    Codepoint, Color, FontId, Line, LinePoint, Mm, Op, PaintMode, ParsedFont, PdfDocument, PdfFont,
+    Codepoint, Color, FontId, Line, LinePoint, Op, PaintMode, ParsedFont, PdfDocument, PdfFont,
     PdfFontHandle, PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt, RawImage,
     RawImageData, RawImageFormat, Rect, Rgb, TextItem, WindingOrder, XObjectTransform,
 };
@@ -65,19 +65,20 @@ fn rgb((r, g, b): Rgb3) -> Color {
     })
 }
 
-fn point(x: f32, y_top: f32) -> Point {
+/// A point of a page `page_h` high, from its top-left corner.
+fn point(page_h: f32, x: f32, y_top: f32) -> Point {
     Point {
         x: Pt(x),
-        y: Pt(PAGE_H - y_top),
+        y: Pt(page_h - y_top),
     }
 }
 
 /// Straight segments through `points` (page coordinates from the top).
-fn path(points: &[(f32, f32)]) -> Vec<LinePoint> {
+fn path(page_h: f32, points: &[(f32, f32)]) -> Vec<LinePoint> {
     points
         .iter()
         .map(|&(x, y)| LinePoint {
-            p: point(x, y),
+            p: point(page_h, x, y),
             bezier: false,
         })
         .collect()
@@ -89,9 +90,13 @@ struct Doc<'f> {
     pdf: PdfDocument,
     /// Glyph ids drawn with each face: what its embedded subset keeps.
     used: Vec<BTreeSet<u16>>,
-    pages: Vec<Vec<Op>>,
+    /// Each page's operations, width and height.
+    pages: Vec<(Vec<Op>, f32, f32)>,
     ops: Vec<Op>,
     y: f32,
+    /// The current page's size.
+    w: f32,
+    h: f32,
 }
 
 /// The PDF font resource of a face.
@@ -108,18 +113,26 @@ impl<'f> Doc<'f> {
             pages: Vec::new(),
             ops: Vec::new(),
             y: MARGIN,
+            w: PAGE_W,
+            h: PAGE_H,
         }
     }
 
     fn new_page(&mut self) {
+        self.next_page(PAGE_W, PAGE_H);
+    }
+
+    /// Ends this page; the next is `w` x `h` points.
+    fn next_page(&mut self, w: f32, h: f32) {
         let ops = std::mem::take(&mut self.ops);
-        self.pages.push(ops);
+        self.pages.push((ops, self.w, self.h));
         self.y = MARGIN;
+        (self.w, self.h) = (w, h);
     }
 
     /// Starts a new page unless `height` more fits on this one.
     fn need(&mut self, height: f32) {
-        if self.y + height > PAGE_H - MARGIN && self.y > MARGIN {
+        if self.y + height > self.h - MARGIN && self.y > MARGIN {
             self.new_page();
         }
     }
@@ -135,7 +148,7 @@ impl<'f> Doc<'f> {
         self.ops.push(Op::SetFillColor { col: rgb(color) });
         self.ops.push(Op::StartTextSection);
         self.ops.push(Op::SetTextCursor {
-            pos: point(x, y_top + size * 0.8),
+            pos: point(self.h, x, y_top + size * 0.8),
         });
         for run in runs {
             self.used[run.face].extend(run.glyphs.iter().map(|g| g.gid));
@@ -225,7 +238,7 @@ impl<'f> Doc<'f> {
 
     fn rule(&mut self) {
         let y = self.y;
-        self.stroke(&[(MARGIN, y), (PAGE_W - MARGIN, y)], RULE, 0.8);
+        self.stroke(&[(MARGIN, y), (self.w - MARGIN, y)], RULE, 0.8);
     }
 
     fn rect(
@@ -253,7 +266,7 @@ impl<'f> Doc<'f> {
         self.ops.push(Op::DrawRectangle {
             rectangle: Rect {
                 x: Pt(x),
-                y: Pt(PAGE_H - y_top - h),
+                y: Pt(self.h - y_top - h),
                 width: Pt(w),
                 height: Pt(h),
                 mode: Some(mode),
@@ -269,7 +282,7 @@ impl<'f> Doc<'f> {
         self.ops.push(Op::SetOutlineThickness { pt: Pt(width) });
         self.ops.push(Op::DrawLine {
             line: Line {
-                points: path(points),
+                points: path(self.h, points),
                 is_closed: false,
             },
         });
@@ -282,7 +295,7 @@ impl<'f> Doc<'f> {
         self.ops.push(Op::DrawPolygon {
             polygon: Polygon {
                 rings: vec![PolygonRing {
-                    points: path(points),
+                    points: path(self.h, points),
                 }],
                 mode: PaintMode::Fill,
                 winding_order: WindingOrder::NonZero,
@@ -306,7 +319,7 @@ impl<'f> Doc<'f> {
             id,
             transform: XObjectTransform {
                 translate_x: Some(Pt(x)),
-                translate_y: Some(Pt(PAGE_H - y_top - h)),
+                translate_y: Some(Pt(self.h - y_top - h)),
                 scale_x: Some(w / pw),
                 scale_y: Some(h / ph),
                 dpi: Some(72.0),
@@ -319,11 +332,12 @@ impl<'f> Doc<'f> {
         self.new_page();
         let mut pages = std::mem::take(&mut self.pages);
         let count = pages.len();
-        for (i, ops) in pages.iter_mut().enumerate() {
+        for (i, (ops, w, h)) in pages.iter_mut().enumerate() {
             let footer = format!("page {} of {count}", i + 1);
+            (self.w, self.h) = (*w, *h);
             self.text(
-                PAGE_W - MARGIN - 60.0,
-                PAGE_H - 28.0,
+                *w - MARGIN - 60.0,
+                *h - 28.0,
                 8.0,
                 Style::Regular,
                 GREY,
@@ -362,7 +376,7 @@ impl<'f> Doc<'f> {
         }
         let pages: Vec<PdfPage> = pages
             .into_iter()
-            .map(|ops| PdfPage::new(Mm(210.0), Mm(297.0), ops))
+            .map(|(ops, w, h)| PdfPage::new(Pt(w).into(), Pt(h).into(), ops))
             .collect();
         let mut warnings = Vec::new();
         let bytes = self
@@ -377,8 +391,8 @@ impl<'f> Doc<'f> {
 }
 
 /// Glyph ids drawn with `font` renumbered as its subset numbers them.
-fn renumber(pages: &mut [Vec<Op>], font: &FontId, remapper: &subsetter::GlyphRemapper) {
-    for ops in pages {
+fn renumber(pages: &mut [(Vec<Op>, f32, f32)], font: &FontId, remapper: &subsetter::GlyphRemapper) {
+    for (ops, _, _) in pages {
         let mut current = false;
         for op in ops.iter_mut() {
             match op {
@@ -536,7 +550,7 @@ fn table(doc: &mut Doc, columns: &[(&str, f32)], rows: &[Vec<String>]) {
     doc.need(row_h * 3.0);
     header(doc);
     for row in rows {
-        if doc.y + row_h > PAGE_H - MARGIN {
+        if doc.y + row_h > doc.h - MARGIN {
             doc.new_page();
             header(doc);
         }
@@ -698,7 +712,7 @@ fn crash(doc: &mut Doc, report: &Report, group: &CrashGroup) {
         .and_then(|p| thumbnail::load_sharp(p, 390, 870));
     if let Some(image) = shot {
         let h = shot_w * image.height() as f32 / image.width().max(1) as f32;
-        let h = h.min(PAGE_H - MARGIN - top);
+        let h = h.min(doc.h - MARGIN - top);
         doc.image(image, PAGE_W - MARGIN - shot_w, top, shot_w, h);
         doc.text(
             PAGE_W - MARGIN - shot_w,
@@ -802,7 +816,8 @@ fn discovery_plot(doc: &mut Doc, report: &Report) {
 }
 
 fn graph_picture(doc: &mut Doc, report: &Report) {
-    doc.new_page();
+    // Landscape: the graph grows along the distance from the first screen.
+    doc.next_page(PAGE_H, PAGE_W);
     doc.heading(&format!(
         "Screen graph: {} screens, {} transitions",
         report.screens.len(),
@@ -816,8 +831,9 @@ fn graph_picture(doc: &mut Doc, report: &Report) {
     let (bw, bh, gx, gy) = (110.0f32, 30.0f32, 40.0f32, 12.0f32);
     let natural_w = layout.cols as f32 * (bw + gx) - gx;
     let natural_h = layout.rows as f32 * (bh + gy) - gy;
-    let room_h = PAGE_H - MARGIN - doc.y - 10.0;
-    let scale = (CONTENT_W / natural_w).min(room_h / natural_h).min(1.4);
+    let room_h = doc.h - MARGIN - doc.y - 10.0;
+    let room_w = doc.w - 2.0 * MARGIN;
+    let scale = (room_w / natural_w).min(room_h / natural_h).min(1.4);
     let top = doc.y;
     let pos = |id: i64| {
         layout.get(id).map(|p| {
@@ -901,15 +917,14 @@ fn thumbnails(doc: &mut Doc, report: &Report) {
         report.screens.len()
     ));
     let cell_w = CONTENT_W / THUMB_COLS as f32;
-    let cell_h = (PAGE_H - MARGIN - doc.y) / THUMB_ROWS as f32;
+    let cell_h = (doc.h - MARGIN - doc.y) / THUMB_ROWS as f32;
     let (img_w, img_h) = (cell_w - 14.0, cell_h - 30.0);
     let top = doc.y;
-    let images = load_all(
-        screens[..shown]
-            .iter()
-            .map(|s| s.screenshot.as_deref())
-            .collect(),
-    );
+    let images = thumbnail::parallel(&screens[..shown], |s| {
+        s.screenshot
+            .as_deref()
+            .and_then(|p| thumbnail::load(p, 180, 400))
+    });
     for (i, (screen, image)) in screens[..shown].iter().zip(images).enumerate() {
         let x = MARGIN + (i % THUMB_COLS) as f32 * cell_w;
         let y = top + (i / THUMB_COLS) as f32 * cell_h;
@@ -941,26 +956,4 @@ fn thumbnails(doc: &mut Doc, report: &Report) {
         );
     }
     doc.y = top + THUMB_ROWS as f32 * cell_h;
-}
-
-/// Thumbnails of several screenshots, decoded on every core.
-fn load_all(paths: Vec<Option<&std::path::Path>>) -> Vec<Option<image::RgbImage>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = paths.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = paths
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|p| p.and_then(|p| thumbnail::load(p, 180, 400)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
 }
