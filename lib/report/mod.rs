@@ -132,6 +132,25 @@ impl FailOn {
     }
 }
 
+/// Writes the reports of `run` in `formats` into `dir` as `report.EXT` (what a crawl leaves in
+/// its session folder) and returns their paths. A format that fails stops the rest.
+pub fn write_files(
+    store: &crate::store::Store,
+    run: &str,
+    dir: &std::path::Path,
+    formats: &[Format],
+) -> Result<Vec<std::path::PathBuf>, Error> {
+    let report = Report::load(store, run)?;
+    let mut written = Vec::new();
+    for &format in formats {
+        let path = dir.join(format!("report.{}", format.extension()));
+        let file = std::fs::File::create(&path).map_err(Error::Write)?;
+        render(&report, format, &mut std::io::BufWriter::new(file))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 /// Writes `report` in `format` to `out`.
 pub fn render(report: &Report, format: Format, out: &mut dyn Write) -> Result<(), Error> {
     match format {

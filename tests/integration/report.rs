@@ -519,6 +519,16 @@ fn running_paused_stopped_and_errored_runs_report_in_every_format() {
         )],
     );
     let store = Store::open(&db).unwrap();
+    // What a crawl leaves in its session folder, for a run still going.
+    let written =
+        report::write_files(&store, "running", dir.path(), &[Format::Html, Format::Json]).unwrap();
+    assert_eq!(
+        written,
+        [
+            dir.path().join("report.html"),
+            dir.path().join("report.json")
+        ]
+    );
     let fonts = report::pdf::Fonts::system().ok();
     for (run, state, steps) in [
         ("running", "RUNNING", 12),
