@@ -803,14 +803,42 @@ pub fn show(value: &Value) -> String {
 }
 
 /// Text from an app, a model or a device, safe for a terminal or a layout: control
-/// characters (escape sequences included) dropped, tabs as spaces, newlines kept.
+/// characters (the escape of an escape sequence included) and bidirectional overrides (which
+/// can make text read other than it is) dropped, tabs as spaces, newlines kept.
 pub fn clean(text: &str) -> String {
     text.chars()
         .filter_map(|c| match c {
             '\n' => Some('\n'),
             '\t' => Some(' '),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => None,
             c if c.is_control() => None,
             c => Some(c),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_text_has_no_controls_and_no_overrides() {
+        assert_eq!(
+            clean("\u{1b}[31mred\u{1b}[0m\tok\r\nline \u{202e}txt.exe\u{200d}"),
+            "[31mred[0m ok\nline txt.exe\u{200d}"
+        );
+    }
+
+    #[test]
+    fn statistics_read_naturally() {
+        assert_eq!(show(&Value::from(3)), "3");
+        assert_eq!(show(&Value::from(2.5)), "2.5");
+        assert_eq!(show(&Value::from(1.0 / 3.0)), "0.33");
+        assert_eq!(show(&Value::from(4.0)), "4");
+        assert_eq!(show(&Value::Null), "-");
+        assert_eq!(
+            show(&serde_json::json!({"click": 2, "back": 1})),
+            "click 2, back 1"
+        );
+    }
 }
