@@ -38,6 +38,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("decide_db", decide_db),
     ("coverage", coverage),
     ("identity", identity),
+    ("report", report),
 ];
 
 fn main() {
@@ -890,4 +891,105 @@ fn identity() {
             100.0 * merged as f64 / diff.max(1) as f64
         );
     }
+}
+
+/// The store section's synthetic run with a 1080x2400 PNG screenshot per screen (300 of them,
+/// written once into `dir`), as a crawl's observations name them.
+fn with_screenshots(lines: Vec<String>, dir: &Path) -> Vec<String> {
+    for screen in 0..300u32 {
+        let path = dir.join(format!("s{screen:03}.png"));
+        if path.exists() {
+            continue;
+        }
+        let mut image = synthetic_screen();
+        let tint = Rgb([(screen * 37 % 200) as u8, (screen * 91 % 200) as u8, 120]);
+        for y in 0..200 {
+            for x in 0..1080 {
+                image.put_pixel(x, y, tint);
+            }
+        }
+        image.save(&path).expect("screenshot");
+    }
+    lines
+        .into_iter()
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(&line).expect("json");
+            if value["type"] == "observation" {
+                let step = value["step"].as_u64().expect("step");
+                let screen = (step * 7919) % 300;
+                value["screenshot_path"] = dir
+                    .join(format!("s{screen:03}.png"))
+                    .display()
+                    .to_string()
+                    .into();
+            }
+            value.to_string()
+        })
+        .collect()
+}
+
+/// droid-report's formats over synthetic 1 000- and 10 000-step runs (the store section's run,
+/// 300 screens with screenshots, a crash every 100 steps): loading the report from crawler.db,
+/// then rendering each format.
+fn report() {
+    use droid::report::{self, Format, Report};
+    let fonts = report::pdf::Fonts::system().expect("fonts for the PDF");
+    let crash = droid::crash::parse_crashes(
+        &std::fs::read_to_string(
+            fixtures().join("device/logcat/fatal_exception_threadtime_tag_android7.txt"),
+        )
+        .expect("fixture"),
+    )
+    .remove(0);
+    println!("Each cell: median of 3 runs / fastest, in ms.\n");
+    println!("| steps | load | text | json | pdf | html | junit | dot | load + slowest |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let shots = tempfile::tempdir().expect("temp dir");
+    for steps in [1_000u64, 10_000] {
+        let mut lines = with_screenshots(synthetic_run(steps), shots.path());
+        for step in (100..=steps).step_by(100) {
+            lines.push(
+                Event::Note(droid::events::Note {
+                    run_id: Some("bench".into()),
+                    step: Some(step),
+                    kind: "crash".into(),
+                    data: Some(serde_json::to_value(&crash).expect("json")),
+                    ..droid::events::Note::default()
+                })
+                .to_line(),
+            );
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("crawler.db");
+        ingest(&path, &(lines.join("\n") + "\n"));
+        let store = Store::open(&path).expect("open");
+        let load = time(3, || Report::load(&store, "bench").expect("report"));
+        let loaded = Report::load(&store, "bench").expect("report");
+        let mut times = Vec::new();
+        for format in Format::ALL {
+            times.push(time(3, || {
+                let mut out = Vec::new();
+                match format {
+                    Format::Pdf => out = report::pdf::render(&loaded, &fonts).expect("pdf"),
+                    other => report::render(&loaded, other, &mut out).expect("render"),
+                }
+                out.len()
+            }));
+        }
+        let ms = |(median, fastest): (Duration, Duration)| {
+            format!(
+                "{:.0} / {:.0}",
+                median.as_secs_f64() * 1e3,
+                fastest.as_secs_f64() * 1e3
+            )
+        };
+        let slowest = times.iter().copied().max().unwrap_or_default();
+        println!(
+            "| {steps} | {} | {} | {} |",
+            ms(load),
+            times.iter().map(|t| ms(*t)).collect::<Vec<_>>().join(" | "),
+            ms((load.0 + slowest.0, load.1 + slowest.1))
+        );
+    }
+    println!("\nload + the slowest format (target: <= 2000 ms for 1 000 steps)");
 }

@@ -12,6 +12,7 @@ mod held;
 mod ingest;
 mod projection;
 mod query;
+mod report;
 mod schema;
 mod stats;
 
@@ -23,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 pub use ingest::{Ingest, IngestStats, Pushed};
 pub use query::{ActionRow, JournalEntry, PathHop, RunSummary, ScreenVisits, JOURNAL_STEPS};
+pub use report::{CrashRow, NoteRow, RunRow, ScreenRow, StepRow, TransitionRow};
 pub use schema::LATEST as SCHEMA_VERSION;
 
 /// How long one statement waits for a lock before SQLite reports busy.

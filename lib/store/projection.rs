@@ -152,6 +152,9 @@ impl Projector {
             Event::Note(note) if note.kind == NoteKind::Error => {
                 self.stopped(conn, run_id, note)?
             }
+            Event::Note(note) if matches!(note.kind, NoteKind::Crash | NoteKind::Anr) => {
+                record_crash(conn, run_id, note, seq)?
+            }
             Event::Note(_) => {}
         }
         Ok(())
@@ -641,6 +644,113 @@ fn record_ai(
         ])
     })
     .ctx("recording an AI interaction")?;
+    Ok(())
+}
+
+/// One `crashes` row for a note of kind `crash` or `anr` (payloads in `droid::crash`). A note
+/// without a signature gets one from what it carries, so every row can be grouped.
+fn record_crash(conn: &Connection, run_id: i64, note: &Note, seq: i64) -> Result<()> {
+    use crate::crash::{anr_signature, crash_signature, AnrData, CrashData, ReproStep};
+    let data = note.data.clone().unwrap_or_default();
+    let message = note.message.clone().unwrap_or_default();
+    struct Row {
+        package: String,
+        process: Option<String>,
+        pid: Option<u32>,
+        exception: Option<String>,
+        message: String,
+        signature: String,
+        frames: Option<Vec<String>>,
+        trace: String,
+        steps: Vec<ReproStep>,
+        screenshot: Option<String>,
+        recovered: bool,
+    }
+    let row = if note.kind == "crash" {
+        let c: CrashData = serde_json::from_value(data).unwrap_or_default();
+        let data_has_exception = !c.exception.is_empty();
+        let exception = match c.exception.is_empty() {
+            true => message
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            false => c.exception,
+        };
+        let signature = match c.signature.is_empty() {
+            true => crash_signature(&exception, &c.signature_frames),
+            false => c.signature,
+        };
+        // A note without a parsed exception has only its message to tell.
+        let message = match data_has_exception {
+            true => c.exception_message,
+            false => message,
+        };
+        Row {
+            package: c.package,
+            process: Some(c.process).filter(|p| !p.is_empty()),
+            pid: c.pid,
+            exception: Some(exception),
+            message,
+            signature,
+            frames: Some(c.signature_frames),
+            trace: c.stack_trace,
+            steps: c.repro_steps,
+            screenshot: c.screenshot_path,
+            recovered: c.recovered,
+        }
+    } else {
+        let a: AnrData = serde_json::from_value(data).unwrap_or_default();
+        let reason = match a.reason.is_empty() {
+            true => message,
+            false => a.reason,
+        };
+        let signature = match a.signature.is_empty() {
+            true => anr_signature(&a.package, "", &reason),
+            false => a.signature,
+        };
+        Row {
+            package: a.package,
+            process: None,
+            pid: None,
+            exception: None,
+            message: reason,
+            signature,
+            frames: None,
+            trace: a.trace,
+            steps: a.repro_steps,
+            screenshot: a.screenshot_path,
+            recovered: a.recovered,
+        }
+    };
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO crashes (run_id, step, ts, kind, package, process, pid, exception,
+         message, signature, signature_frames_json, trace, repro_steps_json, screenshot_path,
+         recovered, source_run_seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            run_id,
+            note.step.map(|s| s as i64),
+            note.ts,
+            note.kind.as_str(),
+            row.package,
+            row.process,
+            row.pid,
+            row.exception,
+            row.message,
+            row.signature,
+            row.frames.map(|f| serde_json::Value::from(f).to_string()),
+            row.trace,
+            serde_json::to_string(&row.steps).ok(),
+            row.screenshot,
+            row.recovered,
+            seq
+        ])
+    })
+    .ctx("recording a crash")?;
     Ok(())
 }
 

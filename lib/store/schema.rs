@@ -4,11 +4,12 @@
 //! `step_logs`, `transitions`, `run_stats`, `ai_interactions` and their indexes). Migration 2 adds
 //! the event log and what droid needs to know about runs and screens. Migration 3 adds seed 002's
 //! graph tables, keyed by deterministic ids. Migration 4 indexes event times per run, so
-//! `run_stats`' duration does not read every event's JSON to reach its `ts`. A database is never downgraded: one with a newer
-//! version than [`LATEST`] is refused.
+//! `run_stats`' duration does not read every event's JSON to reach its `ts`. Migration 5 adds
+//! `crashes`, the crash and ANR notes the reports group by signature. A database is never
+//! downgraded: one with a newer version than [`LATEST`] is refused.
 
 /// Migrations in order; migration `i` brings the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[SEED_SCHEMA, EVENT_LOG, GRAPH, EVENT_TIMES];
+pub(crate) const MIGRATIONS: &[&str] = &[SEED_SCHEMA, EVENT_LOG, GRAPH, EVENT_TIMES, CRASHES];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -245,8 +246,34 @@ const EVENT_TIMES: &str = r#"
 CREATE INDEX idx_run_events_ts ON run_events(run_id, ts);
 "#;
 
+// One row per `note` of kind `crash` or `anr`: what the reports group by signature.
+const CRASHES: &str = r#"
+CREATE TABLE crashes (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER,
+    ts TEXT,
+    kind TEXT NOT NULL,
+    package TEXT,
+    process TEXT,
+    pid INTEGER,
+    exception TEXT,
+    message TEXT,
+    signature TEXT NOT NULL,
+    signature_frames_json TEXT,
+    trace TEXT,
+    repro_steps_json TEXT,
+    screenshot_path TEXT,
+    recovered BOOLEAN NOT NULL DEFAULT 0,
+    source_run_seq INTEGER NOT NULL,
+    UNIQUE(run_id, source_run_seq)
+);
+CREATE INDEX idx_crashes_run ON crashes(run_id, kind, signature);
+"#;
+
 /// Tables derived from `run_events`; `rebuild` empties them (children first) and re-projects.
 pub(crate) const PROJECTION_TABLES: &[&str] = &[
+    "crashes",
     "action_execution_coverage",
     "edges",
     "graph_persistence_outcomes",

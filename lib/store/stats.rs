@@ -185,7 +185,7 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
     let recovery = one("SELECT
            COALESCE(SUM(k = 'stuck'), 0), COALESCE(SUM(k = 'stuck' AND rec = 1), 0),
            COALESCE(SUM(k = 'crash'), 0), COALESCE(SUM(k = 'relaunch'), 0),
-           COALESCE(SUM(k = 'context_loss'), 0),
+           COALESCE(SUM(k = 'context_loss' AND rec = 1), 0),
            COALESCE(SUM(k = 'uiautomator_crash'), 0),
            COALESCE(SUM(k = 'uiautomator_crash' AND rec = 1), 0),
            AVG(ms)

@@ -5,6 +5,8 @@ mod adb;
 mod capture;
 mod capture_device;
 mod common;
+#[path = "../support/crawl.rs"]
+mod crawl;
 mod decide_from_store;
 mod decide_heuristic;
 mod decide_openai_compat;
@@ -16,6 +18,7 @@ mod explore;
 mod hash;
 mod one_graph;
 mod record;
+mod report;
 mod sim_adb;
 mod sim_check;
 mod sim_clients;

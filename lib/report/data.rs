@@ -1,0 +1,844 @@
+//! The report of one run: everything every format renders, read once from crawler.db.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::crash::ReproStep;
+use crate::store::{CrashRow, JournalEntry, NoteRow, RunRow, Store};
+
+use super::Error;
+
+/// The reference's runtime statistics, by group, in its order. `run_stats` columns keep their
+/// names; `*_json` columns lose the suffix and become objects; the rest are computed here.
+pub const STAT_GROUPS: &[(&str, &[&str])] = &[
+    (
+        "Crawl progress",
+        &[
+            "total_steps",
+            "successful_steps",
+            "failed_steps",
+            "crawl_duration_seconds",
+            "avg_step_duration_ms",
+        ],
+    ),
+    (
+        "Screen discovery",
+        &[
+            "unique_screens_visited",
+            "total_screen_visits",
+            "screens_per_minute",
+            "deepest_navigation_depth",
+            "most_visited_screen_id",
+            "most_visited_screen_count",
+        ],
+    ),
+    (
+        "Actions",
+        &[
+            "actions_by_type",
+            "successful_actions_by_type",
+            "failed_actions_by_type",
+            "avg_action_duration_ms",
+            "min_action_duration_ms",
+            "max_action_duration_ms",
+        ],
+    ),
+    (
+        "Model performance",
+        &[
+            "total_ai_calls",
+            "avg_ai_response_time_ms",
+            "min_ai_response_time_ms",
+            "max_ai_response_time_ms",
+            "ai_timeout_count",
+            "ai_error_count",
+            "ai_retry_count",
+            "invalid_response_count",
+            "total_ai_tokens_used",
+        ],
+    ),
+    (
+        "Multi-action batching",
+        &[
+            "multi_action_batch_count",
+            "single_action_count",
+            "total_batch_actions",
+            "avg_batch_size",
+            "max_batch_size",
+            "batch_success_rate",
+        ],
+    ),
+    (
+        "Errors and recovery",
+        &[
+            "stuck_detection_count",
+            "stuck_recovery_success",
+            "app_crash_count",
+            "app_relaunch_count",
+            "context_loss_count",
+            "context_recovery_count",
+            "invalid_bbox_count",
+            "uiautomator_crash_count",
+            "uiautomator_recovery_count",
+            "avg_recovery_time_ms",
+        ],
+    ),
+    (
+        "Device and session",
+        &[
+            "device_id",
+            "device_model",
+            "android_version",
+            "screen_resolution",
+            "screen_width",
+            "screen_height",
+            "app_package",
+            "app_version",
+            "session_start_time",
+            "session_end_time",
+        ],
+    ),
+    (
+        "Network and security",
+        &[
+            "pcap_file_size_bytes",
+            "pcap_packet_count",
+            "mobsf_security_score",
+            "mobsf_high_issues",
+            "mobsf_medium_issues",
+            "mobsf_low_issues",
+            "video_file_size_bytes",
+            "video_duration_seconds",
+        ],
+    ),
+    (
+        "Coverage",
+        &[
+            "screens_with_unexplored_elements",
+            "unique_activities_visited",
+            "transition_count",
+            "unique_transitions",
+            "navigation_graph_edges",
+        ],
+    ),
+];
+
+/// The run, as its header shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub run_id: String,
+    /// `RUNNING`, `COMPLETED`, `ERROR` or `INTERRUPTED` (the run's row).
+    pub status: String,
+    /// The crawl state last announced (`note` of kind `state`, `data.state`), such as
+    /// `PAUSED_MANUAL`, when the run has not ended; else the status.
+    pub state: String,
+    pub reason: Option<String>,
+    pub device_id: String,
+    pub device_model: Option<String>,
+    pub android_version: Option<String>,
+    pub screen_resolution: Option<String>,
+    pub app_package: String,
+    pub app_version: Option<String>,
+    pub start_activity: Option<String>,
+    pub decider: Option<String>,
+    pub model: Option<String>,
+    pub start_time: String,
+    pub end_time: Option<String>,
+    pub duration_seconds: f64,
+    pub max_steps: Option<u64>,
+    pub max_duration_secs: Option<u64>,
+}
+
+impl RunInfo {
+    /// `emulator-5554, Pixel 7, Android 14, 1080x2400`: what is known of the device.
+    pub fn device_line(&self) -> String {
+        [
+            Some(self.device_id.clone()),
+            self.device_model.clone(),
+            self.android_version
+                .as_ref()
+                .map(|v| format!("Android {v}")),
+            self.screen_resolution.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}
+
+/// A screen the run saw.
+#[derive(Debug, Clone, Serialize)]
+pub struct Screen {
+    pub id: i64,
+    /// For people: the activity's short name and the screen id (`SettingsActivity #7`).
+    pub name: String,
+    pub activity: Option<String>,
+    pub package: Option<String>,
+    pub key: String,
+    /// The first screenshot of the screen, when the file is there.
+    pub screenshot: Option<PathBuf>,
+    pub visits: i64,
+    pub first_step: i64,
+    pub widget_actions: i64,
+    pub widget_actions_tried: i64,
+}
+
+/// A transition of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Transition {
+    pub from: i64,
+    pub to: i64,
+    pub action_type: String,
+    pub count: i64,
+}
+
+/// One executed action of a step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepAction {
+    pub action_type: String,
+    pub description: Option<String>,
+    pub input_text: Option<String>,
+    pub success: bool,
+    pub error: Option<String>,
+    pub duration_ms: Option<f64>,
+    pub ai_latency_ms: Option<f64>,
+    pub reasoning: Option<String>,
+}
+
+/// One step: the screen it saw, what was done, where it led.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub step: i64,
+    pub ts: Option<String>,
+    pub screen_id: i64,
+    /// The screen of the next step.
+    pub next_screen_id: Option<i64>,
+    pub screenshot: Option<PathBuf>,
+    pub actions: Vec<StepAction>,
+}
+
+/// One occurrence of a crash or an ANR.
+#[derive(Debug, Clone, Serialize)]
+pub struct Occurrence {
+    pub step: Option<i64>,
+    pub ts: Option<String>,
+    pub pid: Option<i64>,
+    pub recovered: bool,
+    pub screenshot: Option<PathBuf>,
+    pub repro_steps: Vec<ReproStep>,
+}
+
+/// Crashes (or ANRs) of one signature: one bug.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrashGroup {
+    /// `crash` or `anr`.
+    pub kind: String,
+    pub signature: String,
+    /// Exception class (crashes).
+    pub exception: Option<String>,
+    /// The exception's message, or the ANR's reason, of the first occurrence.
+    pub message: String,
+    pub package: Option<String>,
+    pub process: Option<String>,
+    pub signature_frames: Vec<String>,
+    /// The first occurrence's stack trace or ANR block, as logcat printed it.
+    pub trace: String,
+    pub occurrences: Vec<Occurrence>,
+}
+
+impl CrashGroup {
+    /// `IllegalStateException: boom`, or `ANR: Input dispatching timed out`.
+    pub fn title(&self) -> String {
+        match (&self.exception, self.kind.as_str()) {
+            (_, "anr") => format!("ANR in {}: {}", self.package.as_deref().unwrap_or("?"), {
+                let short = self.message.split(" (").next().unwrap_or_default();
+                if short.is_empty() {
+                    "not responding"
+                } else {
+                    short
+                }
+            }),
+            (Some(exception), _) if !self.message.is_empty() => {
+                format!("{exception}: {}", self.message)
+            }
+            (Some(exception), _) => exception.clone(),
+            (None, _) => self.message.clone(),
+        }
+    }
+}
+
+/// A note worth a reader's attention: a stage stopping, a warning, being stuck.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    pub step: Option<i64>,
+    pub kind: String,
+    pub message: String,
+}
+
+/// Coverage of what the run saw.
+#[derive(Debug, Clone, Serialize)]
+pub struct Coverage {
+    pub unique_screens: usize,
+    pub unique_activities: usize,
+    /// Widget actions offered by the screens the run saw, and of those attempted.
+    pub widget_actions: i64,
+    pub widget_actions_tried: i64,
+    /// `widget_actions_tried / widget_actions`, in percent.
+    pub action_coverage_percent: f64,
+    pub screens_with_unexplored_elements: usize,
+    /// `[step, unique screens seen up to it]`, one point per step.
+    pub discovery: Vec<[i64; 2]>,
+}
+
+/// Where the run's files are.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Artifacts {
+    pub database: PathBuf,
+    pub session_dir: Option<PathBuf>,
+    pub screenshots_dir: Option<PathBuf>,
+    pub events: Option<PathBuf>,
+    pub log: Option<PathBuf>,
+    pub video: Option<PathBuf>,
+    pub pcap: Option<PathBuf>,
+    pub mobsf: Option<PathBuf>,
+    /// Report files a crawl wrote (`run_ended.reports`).
+    pub reports: Vec<PathBuf>,
+}
+
+/// Everything known about one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub run: RunInfo,
+    /// Every `run_stats` field under the reference's name.
+    pub run_stats: Map<String, Value>,
+    pub screens: Vec<Screen>,
+    pub transitions: Vec<Transition>,
+    pub steps: Vec<Step>,
+    pub crashes: Vec<CrashGroup>,
+    pub coverage: Coverage,
+    pub problems: Vec<Problem>,
+    pub artifacts: Artifacts,
+}
+
+impl Report {
+    /// Reads the report of `run` (`latest` for the newest run).
+    pub fn load(store: &Store, run: &str) -> Result<Report, Error> {
+        let run = match run {
+            "latest" => store.latest_run()?.ok_or(Error::NoRuns)?,
+            other => other.to_string(),
+        };
+        let row = store.run_row(&run)?;
+        let stored = store.run_stats_row(&run)?;
+        let notes = store.run_notes(&run)?;
+        let base = Bases::new(store.path(), row.session_path.as_deref());
+
+        let screens: Vec<Screen> = store
+            .run_screens(&run)?
+            .into_iter()
+            .map(|s| Screen {
+                name: screen_name(s.activity.as_deref(), s.screen_id),
+                id: s.screen_id,
+                activity: s.activity,
+                package: s.package,
+                key: s.composite_hash,
+                screenshot: base.resolve(s.screenshot_path.as_deref()),
+                visits: s.visits,
+                first_step: s.first_step,
+                widget_actions: s.widget_actions,
+                widget_actions_tried: s.widget_actions_tried,
+            })
+            .collect();
+        let transitions: Vec<Transition> = store
+            .run_transitions(&run)?
+            .into_iter()
+            .map(|t| Transition {
+                from: t.from_screen_id,
+                to: t.to_screen_id,
+                action_type: t.action_type,
+                count: t.count,
+            })
+            .collect();
+        let steps = steps(store, &run, &base)?;
+        let crashes = group_crashes(store.run_crashes(&run)?, &base);
+        let coverage = coverage(&screens, &steps);
+        let info = run_info(&row, &stored, &notes);
+        let run_stats = run_stats(stored, &info, &screens, &transitions, &notes, &coverage);
+        let problems = notes
+            .iter()
+            .filter(|n| matches!(n.kind.as_str(), "error" | "warning" | "stuck"))
+            .map(|n| Problem {
+                step: n.step,
+                kind: n.kind.clone(),
+                message: n.message.clone().unwrap_or_default(),
+            })
+            .collect();
+        let artifacts = artifacts(store.path(), &row, &notes, &base);
+        Ok(Report {
+            run: info,
+            run_stats,
+            screens,
+            transitions,
+            steps,
+            crashes,
+            coverage,
+            problems,
+            artifacts,
+        })
+    }
+
+    /// A statistic by its reference name.
+    pub fn stat(&self, name: &str) -> &Value {
+        self.run_stats.get(name).unwrap_or(&Value::Null)
+    }
+
+    /// Groups of `kind` (`crash` or `anr`).
+    pub fn groups(&self, kind: &str) -> impl Iterator<Item = &CrashGroup> {
+        let kind = kind.to_string();
+        self.crashes.iter().filter(move |g| g.kind == kind)
+    }
+
+    /// Occurrences of `kind` in all groups.
+    pub fn occurrences(&self, kind: &str) -> usize {
+        self.groups(kind).map(|g| g.occurrences.len()).sum()
+    }
+
+    /// The run failed: it ended with ERROR, or a stage stopped on an error.
+    pub fn failed(&self) -> bool {
+        self.run.status == "ERROR" || self.problems.iter().any(|p| p.kind == "error")
+    }
+
+    /// Why the run failed, for people.
+    pub fn failure(&self) -> Option<String> {
+        if !self.failed() {
+            return None;
+        }
+        let errors: Vec<&str> = self
+            .problems
+            .iter()
+            .filter(|p| p.kind == "error")
+            .map(|p| p.message.as_str())
+            .collect();
+        Some(match (&self.run.reason, errors.is_empty()) {
+            (Some(reason), true) => reason.clone(),
+            (Some(reason), false) => format!("{reason}; {}", errors.join("; ")),
+            (None, false) => errors.join("; "),
+            (None, true) => format!("run ended with status {}", self.run.status),
+        })
+    }
+
+    /// The screen with this id.
+    pub fn screen(&self, id: i64) -> Option<&Screen> {
+        self.screens.iter().find(|s| s.id == id)
+    }
+}
+
+/// `SettingsActivity #7`.
+fn screen_name(activity: Option<&str>, id: i64) -> String {
+    let short = activity
+        .and_then(|a| a.rsplit('.').next())
+        .filter(|a| !a.is_empty())
+        .unwrap_or("screen");
+    format!("{short} #{id}")
+}
+
+/// Where relative paths in the events may be relative to.
+struct Bases {
+    dirs: Vec<PathBuf>,
+}
+
+impl Bases {
+    fn new(db: &Path, session: Option<&str>) -> Bases {
+        let mut dirs = vec![PathBuf::new()];
+        if let Some(session) = session.filter(|s| !s.is_empty()) {
+            dirs.push(PathBuf::from(session));
+        }
+        if let Some(parent) = db.parent() {
+            dirs.push(parent.to_path_buf());
+        }
+        Bases { dirs }
+    }
+
+    /// The file a recorded path names, when it exists.
+    fn resolve(&self, path: Option<&str>) -> Option<PathBuf> {
+        let path = Path::new(path.filter(|p| !p.is_empty())?);
+        if path.is_absolute() {
+            return path.is_file().then(|| path.to_path_buf());
+        }
+        self.dirs
+            .iter()
+            .map(|dir| dir.join(path))
+            .find(|candidate| candidate.is_file())
+    }
+}
+
+fn str_at<'v>(value: &'v Option<Value>, path: &[&str]) -> Option<&'v str> {
+    let mut at = value.as_ref()?;
+    for key in path {
+        at = at.get(key)?;
+    }
+    at.as_str()
+}
+
+fn run_info(row: &RunRow, stats: &Map<String, Value>, notes: &[NoteRow]) -> RunInfo {
+    let text = |name: &str| stats.get(name).and_then(Value::as_str).map(str::to_string);
+    let state = notes
+        .iter()
+        .rev()
+        .filter(|n| n.kind == "state")
+        .find_map(|n| {
+            let data = n.data.as_ref()?;
+            data.get("state")
+                .or_else(|| data.get("to"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    let state = match (row.status.as_str(), state) {
+        ("RUNNING", Some(state)) => state,
+        (status, _) => status.to_string(),
+    };
+    let resolution = match (
+        stats.get("screen_width").and_then(Value::as_i64),
+        stats.get("screen_height").and_then(Value::as_i64),
+    ) {
+        (Some(w), Some(h)) => Some(format!("{w}x{h}")),
+        _ => None,
+    };
+    let limits = row.started.as_ref().and_then(|s| s.get("limits"));
+    let limit = |name: &str| limits.and_then(|l| l.get(name)).and_then(Value::as_u64);
+    RunInfo {
+        run_id: row.run_id.clone(),
+        status: row.status.clone(),
+        state,
+        reason: str_at(&row.ended, &["reason"]).map(str::to_string),
+        device_id: row.device_id.clone(),
+        device_model: text("device_model"),
+        android_version: text("android_version"),
+        screen_resolution: resolution,
+        app_package: row.app_package.clone(),
+        app_version: text("app_version"),
+        start_activity: row.start_activity.clone(),
+        decider: row.ai_provider.clone(),
+        model: row.ai_model.clone(),
+        start_time: row.start_time.clone(),
+        end_time: row.end_time.clone(),
+        duration_seconds: stats
+            .get("crawl_duration_seconds")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0),
+        max_steps: limit("max_steps"),
+        max_duration_secs: limit("max_duration_secs"),
+    }
+}
+
+fn steps(store: &Store, run: &str, base: &Bases) -> Result<Vec<Step>, Error> {
+    let observed = store.run_steps(run)?;
+    let mut actions: BTreeMap<i64, Vec<StepAction>> = BTreeMap::new();
+    for entry in store.run_actions(run)? {
+        let JournalEntry {
+            step_number,
+            action_type,
+            action_description,
+            input_text,
+            execution_success,
+            error_message,
+            action_duration_ms,
+            ai_response_time_ms,
+            ai_reasoning,
+            ..
+        } = entry;
+        actions.entry(step_number).or_default().push(StepAction {
+            action_type,
+            description: action_description,
+            input_text,
+            success: execution_success,
+            error: error_message,
+            duration_ms: action_duration_ms,
+            ai_latency_ms: ai_response_time_ms,
+            reasoning: ai_reasoning,
+        });
+    }
+    let next: Vec<Option<i64>> = observed
+        .iter()
+        .skip(1)
+        .map(|s| Some(s.screen_id))
+        .chain(std::iter::once(None))
+        .collect();
+    Ok(observed
+        .into_iter()
+        .zip(next)
+        .map(|(s, next_screen_id)| Step {
+            actions: actions.remove(&s.step).unwrap_or_default(),
+            step: s.step,
+            ts: s.ts,
+            screen_id: s.screen_id,
+            next_screen_id,
+            screenshot: base.resolve(s.screenshot_path.as_deref()),
+        })
+        .collect())
+}
+
+fn group_crashes(rows: Vec<CrashRow>, base: &Bases) -> Vec<CrashGroup> {
+    let mut groups: Vec<CrashGroup> = Vec::new();
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    for row in rows {
+        let occurrence = Occurrence {
+            step: row.step,
+            ts: row.ts.clone(),
+            pid: row.pid,
+            recovered: row.recovered,
+            screenshot: base.resolve(row.screenshot_path.as_deref()),
+            repro_steps: row.repro_steps.clone(),
+        };
+        let key = (row.kind.clone(), row.signature.clone());
+        match index.get(&key) {
+            Some(&at) => groups[at].occurrences.push(occurrence),
+            None => {
+                index.insert(key, groups.len());
+                groups.push(CrashGroup {
+                    kind: row.kind,
+                    signature: row.signature,
+                    exception: row.exception.filter(|e| !e.is_empty()),
+                    message: row.message.unwrap_or_default(),
+                    package: row.package.filter(|p| !p.is_empty()),
+                    process: row.process,
+                    signature_frames: row.signature_frames,
+                    trace: row.trace.unwrap_or_default(),
+                    occurrences: vec![occurrence],
+                });
+            }
+        }
+    }
+    // Crashes before ANRs; within a kind, the bug seen most often first.
+    groups.sort_by(|a, b| {
+        (a.kind != "crash")
+            .cmp(&(b.kind != "crash"))
+            .then(b.occurrences.len().cmp(&a.occurrences.len()))
+    });
+    groups
+}
+
+fn coverage(screens: &[Screen], steps: &[Step]) -> Coverage {
+    let widget_actions: i64 = screens.iter().map(|s| s.widget_actions).sum();
+    let tried: i64 = screens.iter().map(|s| s.widget_actions_tried).sum();
+    let mut seen = HashSet::new();
+    let discovery = steps
+        .iter()
+        .map(|s| {
+            seen.insert(s.screen_id);
+            [s.step, seen.len() as i64]
+        })
+        .collect();
+    Coverage {
+        unique_screens: screens.len(),
+        unique_activities: screens
+            .iter()
+            .filter_map(|s| s.activity.as_deref())
+            .collect::<HashSet<_>>()
+            .len(),
+        widget_actions,
+        widget_actions_tried: tried,
+        action_coverage_percent: match widget_actions {
+            0 => 0.0,
+            n => tried as f64 * 100.0 / n as f64,
+        },
+        screens_with_unexplored_elements: screens
+            .iter()
+            .filter(|s| s.widget_actions_tried < s.widget_actions)
+            .count(),
+        discovery,
+    }
+}
+
+/// The stored `run_stats` row under the reference's names, with the statistics it has no
+/// column for computed from the run.
+fn run_stats(
+    stored: Map<String, Value>,
+    run: &RunInfo,
+    screens: &[Screen],
+    transitions: &[Transition],
+    notes: &[NoteRow],
+    coverage: &Coverage,
+) -> Map<String, Value> {
+    let mut columns: Map<String, Value> = stored
+        .into_iter()
+        .map(|(name, value)| match name.strip_suffix("_json") {
+            Some(base) => {
+                let object = value
+                    .as_str()
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .unwrap_or_else(|| Value::Object(Map::new()));
+                (base.to_string(), object)
+            }
+            None => (name, value),
+        })
+        .collect();
+    let get_f64 = |columns: &Map<String, Value>, name: &str| {
+        columns.get(name).and_then(Value::as_f64).unwrap_or(0.0)
+    };
+    let minutes = get_f64(&columns, "crawl_duration_seconds") / 60.0;
+    let screens_per_minute = match minutes > 0.0 {
+        true => Value::from(screens.len() as f64 / minutes),
+        false => Value::Null,
+    };
+    let (ok, failed) = (
+        get_f64(&columns, "successful_steps"),
+        get_f64(&columns, "failed_steps"),
+    );
+    let batch_success_rate = match ok + failed > 0.0 {
+        true => Value::from(ok * 100.0 / (ok + failed)),
+        false => Value::Null,
+    };
+    let pairs: HashSet<(i64, i64)> = transitions.iter().map(|t| (t.from, t.to)).collect();
+    let computed: [(&str, Value); 9] = [
+        ("screens_per_minute", screens_per_minute),
+        ("batch_success_rate", batch_success_rate),
+        (
+            "context_loss_count",
+            Value::from(notes.iter().filter(|n| n.kind == "context_loss").count()),
+        ),
+        ("device_id", Value::from(run.device_id.clone())),
+        (
+            "screen_resolution",
+            run.screen_resolution
+                .clone()
+                .map_or(Value::Null, Value::from),
+        ),
+        ("app_package", Value::from(run.app_package.clone())),
+        ("session_start_time", Value::from(run.start_time.clone())),
+        (
+            "session_end_time",
+            run.end_time.clone().map_or(Value::Null, Value::from),
+        ),
+        (
+            "screens_with_unexplored_elements",
+            Value::from(coverage.screens_with_unexplored_elements),
+        ),
+    ];
+    for (name, value) in computed {
+        columns.insert(name.to_string(), value);
+    }
+    columns.insert("navigation_graph_edges".into(), Value::from(pairs.len()));
+    // The reference's order first, then any column it does not name.
+    let mut ordered = Map::new();
+    for (_, names) in STAT_GROUPS {
+        for name in *names {
+            ordered.insert(
+                name.to_string(),
+                columns.remove(*name).unwrap_or(Value::Null),
+            );
+        }
+    }
+    ordered.extend(columns);
+    ordered
+}
+
+fn artifacts(db: &Path, row: &RunRow, notes: &[NoteRow], base: &Bases) -> Artifacts {
+    let session = row
+        .session_path
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir());
+    let inside = |rel: &str| session.as_ref().map(|s| s.join(rel)).filter(|p| p.exists());
+    let artifact = |kind: &str| {
+        notes
+            .iter()
+            .rev()
+            .filter(|n| n.kind == "artifact")
+            .filter_map(|n| n.data.as_ref())
+            .filter(|d| d.get("artifact").and_then(Value::as_str) == Some(kind))
+            .find_map(|d| d.get("path").and_then(Value::as_str))
+            .and_then(|p| base.resolve(Some(p)))
+    };
+    let reports = row
+        .ended
+        .as_ref()
+        .and_then(|e| e.get("reports"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    Artifacts {
+        database: db.to_path_buf(),
+        screenshots_dir: inside("screenshots"),
+        events: inside("events.jsonl"),
+        log: inside("logs/crawler.log"),
+        session_dir: session.clone(),
+        video: artifact("video"),
+        pcap: artifact("pcap"),
+        mobsf: artifact("mobsf"),
+        reports,
+    }
+}
+
+/// A statistic for people: integers as they are, other numbers with up to two decimals
+/// (trailing zeros dropped), objects as `key N, key N`, null as `-`.
+pub fn show(value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_string(),
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        Value::Number(n) => {
+            let text = format!("{:.2}", n.as_f64().unwrap_or(0.0));
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Object(map) if map.is_empty() => "-".to_string(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k} {}", show(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Array(items) => items.iter().map(show).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// Text from an app, a model or a device, safe for a terminal or a layout: control
+/// characters (the escape of an escape sequence included) and bidirectional overrides (which
+/// can make text read other than it is) dropped, tabs as spaces, newlines kept.
+pub fn clean(text: &str) -> String {
+    text.chars()
+        .filter_map(|c| match c {
+            '\n' => Some('\n'),
+            '\t' => Some(' '),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => None,
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_text_has_no_controls_and_no_overrides() {
+        assert_eq!(
+            clean("\u{1b}[31mred\u{1b}[0m\tok\r\nline \u{202e}txt.exe\u{200d}"),
+            "[31mred[0m ok\nline txt.exe\u{200d}"
+        );
+    }
+
+    #[test]
+    fn statistics_read_naturally() {
+        assert_eq!(show(&Value::from(3)), "3");
+        assert_eq!(show(&Value::from(2.5)), "2.5");
+        assert_eq!(show(&Value::from(1.0 / 3.0)), "0.33");
+        assert_eq!(show(&Value::from(4.0)), "4");
+        assert_eq!(show(&Value::Null), "-");
+        assert_eq!(
+            show(&serde_json::json!({"click": 2, "back": 1})),
+            "click 2, back 1"
+        );
+    }
+}
