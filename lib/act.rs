@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::device::{Device, DeviceError, Direction};
 use crate::events::{
     now_ts, Action, ActionResult, ActionType, Decision, Event, EventReader, EventWriter,
-    Observation, Origin, ReadError,
+    Observation, Origin, ReadError, MAX_WAIT_MS,
 };
 use crate::secret::{Secret, TEST_PASSWORD_PLACEHOLDER};
 use crate::ui::{element_by_ref, is_actionable, Bounds, UiElement};
@@ -440,7 +440,15 @@ fn resolve(
                 area: None,
             }))
         }
-        ActionType::Back | ActionType::Wait | ActionType::Home | ActionType::Recents => Ok(None),
+        ActionType::Wait => match action.duration_ms {
+            Some(ms) if ms > MAX_WAIT_MS => Err(Failure {
+                kind: "invalid_action",
+                message: format!("wait of {ms} ms is longer than the {MAX_WAIT_MS} ms allowed"),
+                continue_batch: false,
+            }),
+            _ => Ok(None),
+        },
+        ActionType::Back | ActionType::Home | ActionType::Recents => Ok(None),
     }
 }
 
@@ -930,6 +938,43 @@ mod tests {
             .all(|r| r.step == Some(3) && r.run_id.as_deref() == Some("r")));
         assert_eq!(results[1].origin, Some(Origin::Xml));
         assert_eq!(results[1].target.as_deref(), Some("Button \"e1\""));
+    }
+
+    #[test]
+    fn a_wait_beyond_the_bound_is_an_invalid_action_not_a_stall() {
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let device = Recorder::new("", vec!["A"]);
+            let wait = |ms| Action {
+                duration_ms: Some(ms),
+                ..Action::new(ActionType::Wait)
+            };
+            let actions = vec![
+                wait(86_400_000),
+                wait(u64::MAX),
+                Action::new(ActionType::Back),
+            ];
+            let results = execute_decision(&quick(), &device, &decision(actions), None);
+            let _ = sent.send((results, device.calls.lock().unwrap().clone()));
+        });
+        let (results, calls) = received
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a day-long wait must fail at once, not stall the stage");
+        assert_eq!(
+            kinds(&results),
+            [Some("invalid_action"), Some("skipped"), Some("skipped")]
+        );
+        let message = results[0].error_message.as_deref().unwrap_or_default();
+        assert!(
+            message.contains("86400000 ms") && message.contains("60000"),
+            "{message}"
+        );
+        assert!(calls.is_empty(), "{calls:?}");
+        let fine = Action {
+            duration_ms: Some(MAX_WAIT_MS),
+            ..Action::new(ActionType::Wait)
+        };
+        assert!(matches!(resolve(&fine, None, None), Ok(None)));
     }
 
     #[test]

@@ -269,6 +269,10 @@ pub struct GridCell {
     pub col: u32,
 }
 
+/// Longest `wait` an action may ask for: a minute. A model asking for longer (a day, u64::MAX)
+/// would stall the pipeline; such an action fails as `invalid_action`.
+pub const MAX_WAIT_MS: u64 = 60_000;
+
 /// One action of a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Action {
@@ -291,7 +295,7 @@ pub struct Action {
     /// Grid cell for `tap`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<GridCell>,
-    /// Milliseconds for `wait`.
+    /// Milliseconds for `wait`, at most [`MAX_WAIT_MS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     #[serde(flatten)]
