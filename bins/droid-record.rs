@@ -50,9 +50,18 @@ enum Command {
         json: bool,
     },
     /// Print a run's events as JSON lines, ready to be fed again or replayed.
-    Export { run: String },
-    /// Delete a run, everything recorded about it, and its session folder.
-    Delete { run: String },
+    Export {
+        #[arg(value_parser = droid::events::parse_run_id)]
+        run: String,
+    },
+    /// Delete a run, everything recorded about it, and the files droid wrote for it: its session
+    /// folder when it carries droid's .droid-session marker for this run, and the captures its
+    /// observations name when droid-capture wrote them. Anything else is left in place, named on
+    /// stderr, and the exit status is 1.
+    Delete {
+        #[arg(value_parser = droid::events::parse_run_id)]
+        run: String,
+    },
     /// Drop the projected tables and re-project every run from the event log.
     Rebuild,
     /// Mark runs left RUNNING by a process that is gone as ERROR.
@@ -129,10 +138,23 @@ fn run(args: Args) -> Result<ExitCode> {
         Some(Command::Export { run }) => {
             store.export(&run, &mut out)?;
         }
-        Some(Command::Delete { run }) => match store.delete_run(&run)? {
-            Some(dir) => eprintln!("droid-record: deleted {run} and {}", dir.display()),
-            None => eprintln!("droid-record: deleted {run}"),
-        },
+        Some(Command::Delete { run }) => {
+            let removed = store.delete_run(&run)?;
+            let mut done = format!("droid-record: deleted {run}");
+            if let Some(dir) = &removed.session {
+                done += &format!(", its session folder {}", dir.display());
+            }
+            if !removed.captures.is_empty() {
+                done += &format!(" and {} capture files", removed.captures.len());
+            }
+            eprintln!("{done}");
+            for (path, reason) in &removed.refused {
+                eprintln!("droid-record: left {} in place: {reason}", path.display());
+            }
+            if !removed.refused.is_empty() {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Some(Command::Rebuild) => {
             let events = store.rebuild()?;
             eprintln!("droid-record: re-projected {events} events");

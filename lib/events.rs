@@ -93,7 +93,7 @@ pub struct RunEnded {
     pub run_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ts: Option<String>,
-    /// `COMPLETED`, `ERROR` or `INTERRUPTED`.
+    /// One of [`RUN_END_STATUSES`]: `COMPLETED`, `ERROR` or `INTERRUPTED`.
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -583,11 +583,33 @@ impl Event {
         // intermediate `Value` tree. Anything else (bad JSON, a bad envelope, wrong fields)
         // takes the `Value` path below, which alone decides what is an error and how it reads.
         if let Some(event) = Event::decode_direct(line) {
-            return Ok(Some(event));
+            return event.checked().map(Some);
         }
         let value: Value =
             serde_json::from_str(line).map_err(|e| LineError::Json(e.to_string()))?;
         Event::from_value(value)
+    }
+
+    /// The event, when the values serde cannot judge are valid: run ids (see
+    /// [`check_run_id`]) and a `run_ended` status (one of [`RUN_END_STATUSES`]).
+    fn checked(self) -> Result<Event, LineError> {
+        let invalid = |reason: String| LineError::Fields {
+            kind: self.type_name().to_string(),
+            reason,
+        };
+        if let Some(run) = self.run_id() {
+            check_run_id(run).map_err(|e| invalid(e.to_string()))?;
+        }
+        if let Event::RunEnded(ended) = &self {
+            if !RUN_END_STATUSES.contains(&ended.status.as_str()) {
+                return Err(invalid(format!(
+                    "status {:?} is not one of {}",
+                    ended.status,
+                    RUN_END_STATUSES.join(", ")
+                )));
+            }
+        }
+        Ok(self)
     }
 
     /// Decodes a line of a known type with `"v": 1` directly; `None` when the line is anything
@@ -654,8 +676,54 @@ impl Event {
             "note" => Event::Note(decode(&kind, body)?),
             _ => return Ok(None),
         };
-        Ok(Some(event))
+        event.checked().map(Some)
     }
+}
+
+/// How a run may end: the `status` of `run_ended`, the only values it accepts.
+pub const RUN_END_STATUSES: [&str; 3] = ["COMPLETED", "ERROR", "INTERRUPTED"];
+
+/// Longest run id accepted.
+pub const MAX_RUN_ID_CHARS: usize = 128;
+
+/// Why a run id is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunIdError {
+    #[error("empty run_id")]
+    Empty,
+    #[error("run_id longer than {MAX_RUN_ID_CHARS} characters")]
+    TooLong,
+    #[error("run_id {0:?} has a character other than ASCII letters, digits, '-', '_', '.', ':'")]
+    Character(String),
+    #[error("run_id {0:?} starts with '.' or holds \"..\"")]
+    Dots(String),
+}
+
+/// Checks a run id wherever one enters (events, command lines): 1 to [`MAX_RUN_ID_CHARS`]
+/// ASCII letters, digits, `-`, `_`, `.`, `:`, not starting with `.` and without `..`, so it can
+/// name a file or folder without ever reaching outside it.
+pub fn check_run_id(run: &str) -> Result<(), RunIdError> {
+    let shown = || run.chars().take(40).collect::<String>();
+    if run.is_empty() {
+        return Err(RunIdError::Empty);
+    }
+    if run.len() > MAX_RUN_ID_CHARS {
+        return Err(RunIdError::TooLong);
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
+    if !run.chars().all(allowed) {
+        return Err(RunIdError::Character(shown()));
+    }
+    if run.starts_with('.') || run.contains("..") {
+        return Err(RunIdError::Dots(shown()));
+    }
+    Ok(())
+}
+
+/// [`check_run_id`] as a command-line value parser: the run id, or why it is refused.
+pub fn parse_run_id(run: &str) -> Result<String, RunIdError> {
+    check_run_id(run).map(|()| run.to_string())
 }
 
 /// A line's `type`, read without building the rest (other fields are skipped).
@@ -959,6 +1027,60 @@ mod tests {
         EventReader::new(input.as_bytes())
             .map(|r| r.map_err(|e| e.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn run_ids_that_could_name_a_path_are_refused_in_every_event() {
+        for bad in [
+            "",
+            "../../etc",
+            "a/b",
+            "a\\b",
+            ".hidden",
+            "x..y",
+            "a b",
+            "é",
+        ] {
+            assert!(check_run_id(bad).is_err(), "{bad:?}");
+            for kind in ["run_started", "observation", "decision", "note"] {
+                let line = serde_json::json!({"type": kind, "v": 1, "run_id": bad, "kind": "k",
+                    "actions": []});
+                // Both decoding paths: the direct one and the Value one (a reordered line).
+                let reordered = format!(
+                    r#"{{"v":1,"run_id":{},"type":"{kind}","kind":"k","actions":[]}}"#,
+                    serde_json::to_string(bad).unwrap()
+                );
+                for line in [line.to_string(), reordered] {
+                    let err = Event::from_line(&line).unwrap_err().to_string();
+                    assert!(err.contains("run_id"), "{line}: {err}");
+                }
+            }
+        }
+        assert!(check_run_id(&"r".repeat(MAX_RUN_ID_CHARS + 1)).is_err());
+        for good in ["r", "run-20260101T120000-abc123", "emulator-5554_x.y:1"] {
+            assert_eq!(check_run_id(good), Ok(()), "{good}");
+        }
+    }
+
+    #[test]
+    fn run_ended_takes_only_the_documented_statuses() {
+        for status in RUN_END_STATUSES {
+            let line = format!(r#"{{"type":"run_ended","v":1,"run_id":"r","status":"{status}"}}"#);
+            assert!(Event::from_line(&line).is_ok(), "{line}");
+        }
+        for status in ["", "DONE", "completed", "RUNNING"] {
+            let line = format!(r#"{{"type":"run_ended","v":1,"run_id":"r","status":"{status}"}}"#);
+            let err = Event::from_line(&line).unwrap_err().to_string();
+            assert!(
+                err.contains("is not one of COMPLETED, ERROR, INTERRUPTED"),
+                "{err}"
+            );
+        }
+        let empty_run = r#"{"type":"run_ended","v":1,"run_id":"","status":"ERROR"}"#;
+        assert!(Event::from_line(empty_run)
+            .unwrap_err()
+            .to_string()
+            .contains("empty run_id"));
     }
 
     #[test]

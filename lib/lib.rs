@@ -13,6 +13,7 @@ pub mod events;
 pub mod hash;
 pub mod record;
 pub mod secret;
+pub mod session;
 pub mod sim;
 pub mod store;
 pub mod ui;
