@@ -31,7 +31,7 @@ status 1; --strict stops at it instead.",
   droid-record config set gemini_api_key --secret   (reads the value from stdin)"
 )]
 struct Args {
-    /// The database (created when missing).
+    /// The database (created when recording; the subcommands need an existing one).
     #[arg(long, env = "DROID_DB", default_value = "crawler.db", global = true)]
     db: PathBuf,
     /// Stop at the first bad line.
@@ -114,7 +114,12 @@ fn run(args: Args) -> Result<ExitCode> {
         let user = UserConfig::open(&path).with_context(|| format!("{}", path.display()))?;
         return configure(user, action);
     }
-    let store = Store::open(&args.db).with_context(|| format!("{}", args.db.display()))?;
+    // Recording creates the database; every subcommand needs one that exists.
+    let store = match args.command {
+        None => Store::open(&args.db),
+        Some(_) => Store::open_existing(&args.db),
+    }
+    .with_context(|| format!("{}", args.db.display()))?;
     let mut out = io::stdout().lock();
     match args.command {
         None => {

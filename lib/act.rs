@@ -596,6 +596,31 @@ pub fn run_verb(
     verb: &Verb,
 ) -> Result<ActionResult, DeviceError> {
     let started = Instant::now();
+    let touched: &[(i32, i32)] = match verb {
+        Verb::Tap(x, y) | Verb::LongPress(x, y) => &[(*x, *y)],
+        Verb::Swipe(from, to, _) => &[*from, *to],
+        _ => &[],
+    };
+    if !touched.is_empty() {
+        // Android drops a touch outside the display without a word; say so instead.
+        if let Ok((width, height)) = device.screen_size() {
+            let outside = touched.iter().find(|(x, y)| {
+                *x < 0
+                    || *y < 0
+                    || i64::from(*x) >= i64::from(width)
+                    || i64::from(*y) >= i64::from(height)
+            });
+            if let Some(&(x, y)) = outside {
+                return Err(DeviceError::OffScreen {
+                    x,
+                    y,
+                    width,
+                    height,
+                });
+            }
+        }
+    }
+    let before = device.foreground().ok();
     let (action_type, target, point) = match verb {
         Verb::Tap(x, y) => {
             device.tap(*x, *y)?;
@@ -635,11 +660,17 @@ pub fn run_verb(
         }
     };
     let foreground = device.foreground().ok();
+    // As in a batch: the foreground activity differs from the one before the verb.
+    let navigated_away = match (&before, &foreground) {
+        (Some(before), Some(after)) => before.activity != after.activity,
+        _ => false,
+    };
     Ok(ActionResult {
         ts: Some(now_ts()),
         action_type: action_type.into(),
         target: Some(target),
         success: true,
+        navigated_away,
         duration_ms: started.elapsed().as_millis() as u64,
         tap_point: point.map(|(x, y)| [i64::from(x), i64::from(y)]),
         package_after: foreground.as_ref().map(|f| f.package.clone()),

@@ -39,6 +39,14 @@ pub enum DeviceError {
     UnsupportedText(String),
     #[error("`{0}` is not a valid {1}")]
     InvalidArgument(String, &'static str),
+    /// A touch that would land outside the screen, where the device ignores it silently.
+    #[error("point ({x}, {y}) is outside the {width}x{height} screen")]
+    OffScreen {
+        x: i32,
+        y: i32,
+        width: u32,
+        height: u32,
+    },
     #[error("cannot launch {package}: {detail}")]
     Launch { package: String, detail: String },
 }
@@ -226,11 +234,20 @@ fn first_line(output: &ShellOutput) -> String {
     } else {
         stderr
     };
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no output")
-        .trim()
-        .to_string()
+    telling_line(&text)
+}
+
+/// The first non-empty line of a command's output; when it only announces what follows
+/// (`Exception occurred while executing 'keyevent':`), with the next line, which says why.
+fn telling_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else {
+        return "no output".to_string();
+    };
+    match lines.next() {
+        Some(reason) if first.ends_with(':') => format!("{first} {reason}"),
+        _ => first.to_string(),
+    }
 }
 
 /// Typed text may be a password: a failed typing command is reported without its argument.
@@ -553,6 +570,25 @@ pub fn raw_to_png(raw: &[u8]) -> Result<Vec<u8>, DeviceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_announced_exception_is_shown_with_its_reason() {
+        let am = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/device/cmd/am_start_bad_component_exception_android12plus_excerpt.txt"
+        ))
+        .unwrap();
+        assert_eq!(
+            telling_line(&am),
+            "Exception occurred while executing 'start': java.lang.IllegalArgumentException: \
+             Bad component name: com.android.server.telecom/"
+        );
+        assert_eq!(
+            telling_line("Error: no such key\nmore"),
+            "Error: no such key"
+        );
+        assert_eq!(telling_line(" \n"), "no output");
+    }
 
     #[test]
     fn key_names() {

@@ -67,6 +67,8 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    #[error("no database there (droid-record creates one when it records events; check --db or DROID_DB)")]
+    NoDatabase(PathBuf),
     #[error("no run {0:?} in the database")]
     NoRun(String),
     #[error("run {run}: stored event {seq} is not a valid event: {reason}")]
@@ -137,6 +139,15 @@ impl Store {
         store.set_auto_checkpoint(true)?;
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Opens a crawler.db that must already exist: for reading and maintaining, where creating an
+    /// empty database would only hide a wrong path.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            return Err(Error::NoDatabase(path.to_path_buf()));
+        }
+        Store::open(path)
     }
 
     /// Turns SQLite's automatic checkpoint (every [`CHECKPOINT_BYTES`] of WAL) on or off.

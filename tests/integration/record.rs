@@ -888,3 +888,58 @@ fn the_runs_table_clips_long_cells_instead_of_panicking() {
         "--json keeps values whole"
     );
 }
+
+#[test]
+fn subcommands_on_a_missing_database_say_so_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("typo.db");
+    for args in [
+        vec!["runs"],
+        vec!["runs", "--json"],
+        vec!["export", "r"],
+        vec!["rebuild"],
+        vec!["delete", "r"],
+        vec!["cleanup"],
+    ] {
+        let out = record(&db, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("no database there"), "{stderr}");
+        assert!(out.stdout.is_empty());
+        assert!(!db.exists(), "{args:?} created {}", db.display());
+    }
+}
+
+#[test]
+fn config_set_with_nothing_on_stdin_refuses_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("user_config.db");
+    for extra in [vec![], vec!["--secret"]] {
+        let out = droid("droid-record")
+            .args([
+                "config",
+                "--config-db",
+                config.to_str().unwrap(),
+                "set",
+                "gemini_api_key",
+            ])
+            .args(&extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("no value on standard input"), "{stderr}");
+    }
+    let get = droid("droid-record")
+        .args([
+            "config",
+            "--config-db",
+            config.to_str().unwrap(),
+            "get",
+            "gemini_api_key",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(get.status.code(), Some(1), "nothing was stored");
+}
