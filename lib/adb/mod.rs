@@ -42,8 +42,9 @@ pub enum AdbError {
     StartServer { detail: String },
     #[error("{what} timed out after {}s", .after.as_secs_f64())]
     Timeout { what: String, after: Duration },
-    #[error("no device attached (adb devices lists none)")]
-    NoDevice,
+    /// `server` says which server answered, so a wrong port shows.
+    #[error("no device attached to {server}")]
+    NoDevice { server: String },
     #[error("several devices attached ({}); choose one with --device or ANDROID_SERIAL", .serials.join(", "))]
     SeveralDevices { serials: Vec<String> },
     #[error("device {serial} not found")]
@@ -236,6 +237,8 @@ fn parse_device_line(line: &str) -> Option<DeviceEntry> {
 pub struct AdbServer {
     config: ServerConfig,
     tried_start: AtomicBool,
+    /// This client started the server (`adb start-server`): nothing listened on its port.
+    started: AtomicBool,
 }
 
 impl AdbServer {
@@ -243,6 +246,7 @@ impl AdbServer {
         AdbServer {
             config,
             tried_start: AtomicBool::new(false),
+            started: AtomicBool::new(false),
         }
     }
 
@@ -261,6 +265,7 @@ impl AdbServer {
             {
                 self.start_server()
                     .map_err(|detail| AdbError::StartServer { detail })?;
+                self.started.store(true, Ordering::SeqCst);
                 self.connect_once(what).map_err(|e| match e {
                     AdbError::ServerUnreachable { source, .. } => {
                         AdbError::ServerUnreachable { addr, source }
@@ -301,6 +306,23 @@ impl AdbServer {
             Ok(())
         } else {
             Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+        }
+    }
+
+    /// Which server this is, for people: its address, and whether droid just started it (then
+    /// nothing listened on the port, so the port may be the wrong one).
+    pub fn describe(&self) -> String {
+        let addr = self.config.addr_text();
+        if self.started.load(Ordering::SeqCst) {
+            format!(
+                "the ADB server droid just started at {addr} (nothing listened there: if your \
+                 devices are on another server, --adb-port or ANDROID_ADB_SERVER_PORT is wrong)"
+            )
+        } else {
+            format!(
+                "the ADB server at {addr} (if your devices are on another server, check \
+                 --adb-port or ANDROID_ADB_SERVER_PORT)"
+            )
         }
     }
 
@@ -349,7 +371,11 @@ impl AdbServer {
             None => {
                 let mut devices = devices;
                 match devices.len() {
-                    0 => return Err(AdbError::NoDevice),
+                    0 => {
+                        return Err(AdbError::NoDevice {
+                            server: self.describe(),
+                        })
+                    }
                     1 => devices.remove(0),
                     _ => {
                         return Err(AdbError::SeveralDevices {
