@@ -27,7 +27,7 @@ status 1; --strict stops at it instead.",
   droid-record runs
   droid-record export run-20260101T120000-abc123 > run.jsonl
   droid-record --db copy.db < run.jsonl
-  droid-record rebuild && droid-record cleanup
+  droid-record rebuild && droid-record cleanup --idle 3600
   droid-record config set gemini_api_key --secret   (reads the value from stdin)"
 )]
 struct Args {
@@ -64,8 +64,13 @@ enum Command {
     },
     /// Drop the projected tables and re-project every run from the event log.
     Rebuild,
-    /// Mark runs left RUNNING by a process that is gone as ERROR.
-    Cleanup,
+    /// End stale runs as ERROR: still RUNNING, no live writer process on this host, and nothing
+    /// recorded for --idle seconds (a hand-made pipe has no process alive between two steps).
+    Cleanup {
+        /// Seconds without a recorded event before a run with no live writer is stale.
+        #[arg(long, default_value_t = 600, value_name = "SECS")]
+        idle: u64,
+    },
     /// Settings and secrets in user_config.db.
     Config {
         /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
@@ -128,6 +133,13 @@ fn run(args: Args) -> Result<ExitCode> {
             };
             let report = |bad: &droid::events::ReadError| eprintln!("droid-record: {bad}");
             let outcome = droid::record::run(&cfg, &store, io::stdin().lock(), out, report)?;
+            if outcome.ingest.after_end > 0 {
+                eprintln!(
+                    "droid-record: {} step events were recorded for runs that had already ended \
+                     (kept, the runs stay ended)",
+                    outcome.ingest.after_end
+                );
+            }
             return Ok(ExitCode::from(u8::from(outcome.bad_lines > 0)));
         }
         Some(Command::Runs { json }) => {
@@ -164,8 +176,8 @@ fn run(args: Args) -> Result<ExitCode> {
             let events = store.rebuild()?;
             eprintln!("droid-record: re-projected {events} events");
         }
-        Some(Command::Cleanup) => {
-            for run in store.cleanup()? {
+        Some(Command::Cleanup { idle }) => {
+            for run in store.cleanup(std::time::Duration::from_secs(idle))? {
                 writeln!(out, "{run}")?;
             }
         }

@@ -551,7 +551,9 @@ fn kill_9_mid_ingest_leaves_whole_steps_and_cleanup_marks_the_run_error() {
 
     let runs = record(&db, &["runs", "--json"]);
     assert!(String::from_utf8_lossy(&runs.stdout).contains("\"status\":\"RUNNING\""));
-    let cleanup = record(&db, &["cleanup"]);
+    // The writer is gone, but the run was recorded moments ago: not stale yet.
+    assert!(stdout_lines(&record(&db, &["cleanup"])).is_empty());
+    let cleanup = record(&db, &["cleanup", "--idle", "0"]);
     assert!(
         cleanup.status.success(),
         "{}",
@@ -564,7 +566,7 @@ fn kill_9_mid_ingest_leaves_whole_steps_and_cleanup_marks_the_run_error() {
     assert!(run.end.is_some(), "the cleanup time is the run's end");
     assert_eq!(run.steps, 299);
     // A second cleanup finds nothing to do.
-    assert!(stdout_lines(&record(&db, &["cleanup"])).is_empty());
+    assert!(stdout_lines(&record(&db, &["cleanup", "--idle", "0"])).is_empty());
 }
 
 #[test]
@@ -942,4 +944,50 @@ fn config_set_with_nothing_on_stdin_refuses_and_stores_nothing() {
         .output()
         .unwrap();
     assert_eq!(get.status.code(), Some(1), "nothing was stored");
+}
+
+#[test]
+fn cleanup_spares_a_hand_made_pipe_between_steps_and_a_late_step_keeps_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let mut lines = NotesCrawl::load().lines(Some("by-hand"), 4);
+    lines.retain(|l| !l.contains("\"run_ended\""));
+    // Steps 1 and 2, each through its own droid-record as a shell loop does: between them no
+    // writer is alive.
+    let step_of = |line: &String| {
+        serde_json::from_str::<Value>(line).unwrap()["step"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let first: Vec<String> = lines.iter().filter(|l| step_of(l) <= 1).cloned().collect();
+    assert!(feed(&db, &first, &[]).status.success());
+    assert!(
+        stdout_lines(&record(&db, &["cleanup"])).is_empty(),
+        "a run recorded moments ago is not stale, writer or not"
+    );
+    assert_eq!(
+        Store::open(&db).unwrap().runs().unwrap()[0].status,
+        "RUNNING"
+    );
+
+    // Once it is stale, cleanup ends it; a step arriving later is recorded, the run stays ended.
+    assert_eq!(
+        stdout_lines(&record(&db, &["cleanup", "--idle", "0"])),
+        ["by-hand"]
+    );
+    let ended = Store::open(&db).unwrap().runs().unwrap()[0].clone();
+    let second: Vec<String> = lines.iter().filter(|l| step_of(l) == 2).cloned().collect();
+    let out = feed(&db, &second, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("recorded for runs that had already ended"),
+        "{stderr}"
+    );
+    let after = Store::open(&db).unwrap().runs().unwrap()[0].clone();
+    assert_eq!((after.status.as_str(), &after.end), ("ERROR", &ended.end));
+    assert_eq!(after.steps, 2, "the late step is kept");
+    // Feeding the same step again adds nothing and warns of nothing.
+    let again = feed(&db, &second, &[]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("already ended"));
 }
