@@ -106,7 +106,9 @@ impl Store {
     /// A hand-made pipe has no process alive between two steps, so the idle time is what keeps
     /// it. Runs whose writer is on another host are left alone. Returns the runs ended.
     pub fn cleanup(&self, idle: std::time::Duration) -> Result<Vec<String>> {
-        let candidates: Vec<(String, Option<i64>, Option<String>, Option<String>)> = {
+        // (run, writer pid, writer host, when it was last recorded)
+        type Candidate = (String, Option<i64>, Option<String>, Option<String>);
+        let candidates: Vec<Candidate> = {
             let mut stmt = self
                 .conn
                 .prepare(
