@@ -91,13 +91,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         };
     }
     let config = SimConfig {
-        app: args.app.clone(),
         serial: args.serial,
         port: args.port,
         latency: args.latency,
         faults: args.faults,
         truth_log: args.truth_log,
         ime_adbkeyboard: matches!(args.ime, Some(Ime::Adbkeyboard)),
+        ..SimConfig::new(args.app.clone())
     };
     let sim = Sim::start(config)
         .with_context(|| format!("cannot start the simulator for {}", args.app))?;
