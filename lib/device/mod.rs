@@ -167,21 +167,18 @@ impl AdbDevice {
 
     /// Runs a command and insists on exit status 0.
     fn run(&self, command: &str) -> Result<ShellOutput, DeviceError> {
-        let output = self.client.shell(command)?;
-        if output.succeeded() {
-            Ok(output)
-        } else {
-            Err(DeviceError::Command {
-                command: command.to_string(),
-                exit: output.exit_code.map_or(-1, i32::from),
-                detail: first_line(&output),
-            })
-        }
+        succeeded(command, self.client.shell(command)?)
+    }
+
+    /// [`AdbDevice::run`] for a command that only reads: run again when the device went away
+    /// during it and came back (see [`crate::adb::ServerConfig::wait_for_device`]).
+    fn read(&self, command: &str) -> Result<ShellOutput, DeviceError> {
+        succeeded(command, self.client.shell_reading(command)?)
     }
 
     fn getprop(&self, key: &str) -> Result<String, DeviceError> {
         Ok(self
-            .run(&format!("getprop {key}"))?
+            .read(&format!("getprop {key}"))?
             .stdout_text()
             .trim()
             .to_string())
@@ -193,7 +190,7 @@ impl AdbDevice {
             .client
             // Removing the old file first means a dump that fails without saying so cannot
             // hand back the previous screen.
-            .shell(&format!(
+            .shell_reading(&format!(
                 "rm -f {path}; uiautomator dump {path} && cat {path}"
             ))?;
         let stdout = output.stdout_text();
@@ -224,6 +221,19 @@ impl AdbDevice {
             .run("settings get secure default_input_method")?
             .stdout_text();
         Ok(current.trim() == parse::ADB_KEYBOARD_IME)
+    }
+}
+
+/// `output` when its exit status is 0, else the command's failure with the device's reason.
+fn succeeded(command: &str, output: ShellOutput) -> Result<ShellOutput, DeviceError> {
+    if output.succeeded() {
+        Ok(output)
+    } else {
+        Err(DeviceError::Command {
+            command: command.to_string(),
+            exit: output.exit_code.map_or(-1, i32::from),
+            detail: first_line(&output),
+        })
     }
 }
 
@@ -332,7 +342,7 @@ impl Device for AdbDevice {
     }
 
     fn screen_size(&self) -> Result<(u32, u32), DeviceError> {
-        let output = self.run("wm size")?.stdout_text();
+        let output = self.read("wm size")?.stdout_text();
         parse::screen_size_from_wm(&output).ok_or_else(|| DeviceError::Parse {
             what: "wm size".into(),
             detail: output.trim().to_string(),
@@ -345,7 +355,7 @@ impl Device for AdbDevice {
             "dumpsys window windows",
             "dumpsys activity activities",
         ] {
-            let output = self.client.shell(command)?;
+            let output = self.client.shell_reading(command)?;
             if let Some(found) = parse::foreground_from_dumpsys(&output.stdout_text()) {
                 return Ok(found);
             }
@@ -399,7 +409,7 @@ impl Device for AdbDevice {
     fn screenshot(&self) -> Result<Vec<u8>, DeviceError> {
         match self.config.screenshot {
             ScreenshotMode::Png => {
-                let png = self.client.exec("screencap -p")?;
+                let png = self.client.exec_reading("screencap -p")?;
                 if png.starts_with(b"\x89PNG\r\n\x1a\n") {
                     Ok(png)
                 } else {
@@ -409,7 +419,7 @@ impl Device for AdbDevice {
                     )))
                 }
             }
-            ScreenshotMode::Raw => raw_to_png(&self.client.exec("screencap")?),
+            ScreenshotMode::Raw => raw_to_png(&self.client.exec_reading("screencap")?),
         }
     }
 

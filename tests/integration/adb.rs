@@ -19,6 +19,8 @@ fn config(port: u16) -> ServerConfig {
         port,
         timeout: Duration::from_secs(5),
         start_server: false,
+        // A scripted server answers its script once: nothing would come back.
+        wait_for_device: Duration::ZERO,
     }
 }
 
