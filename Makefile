@@ -3,7 +3,7 @@
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 
-.PHONY: help build test fmt fmt-check lint schema bench demo clean
+.PHONY: help build test fmt fmt-check lint schema bench fuzz demo clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,11 @@ schema: ## Regenerate docs/events.schema.json from the event types
 
 bench: ## Performance numbers (medians), see docs/benchmarks.md
 	$(CARGO) bench $(CARGO_FLAGS) --bench bench
+
+FUZZ_SECONDS ?= 60
+FUZZ_SEED ?=
+fuzz: ## Fuzz the parsers with mutated real inputs for FUZZ_SECONDS (default 60) from FUZZ_SEED (default: the clock)
+	DROID_FUZZ_SECONDS=$(FUZZ_SECONDS) DROID_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test $(CARGO_FLAGS) --release --test integration fuzz:: -- --nocapture
 
 demo: build ## Explore the bundled shop app on droid-sim, stage by stage (scripts/demo.sh)
 	scripts/demo.sh $(STEPS)

@@ -186,9 +186,10 @@ fn hierarchy_text(input: &str) -> Result<&str, ParseError> {
     let Some(start) = start else {
         return Err(tool_error(text));
     };
-    let end = text
+    // The last closing tag after the start: one glued before it is not the end.
+    let end = text[start..]
         .rfind("</hierarchy>")
-        .map_or(text.len(), |end| end + "</hierarchy>".len());
+        .map_or(text.len(), |end| start + end + "</hierarchy>".len());
     Ok(&text[start..end])
 }
 
@@ -420,6 +421,15 @@ mod tests {
         assert_eq!(parse(&glued).unwrap().len(), 1);
         let before = format!("UI hierarchy dumped to: /dev/tty\n{}", dump(NODE));
         assert_eq!(parse(&before).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_closing_tag_before_the_start_is_no_end() {
+        // Found by `make fuzz` (seed 2): slicing from the start to an earlier end panicked.
+        let glued = format!("<?</hierarchy>xml version='1.0'?>{}", dump(NODE));
+        assert_eq!(parse(&glued).unwrap().len(), 1);
+        let after = format!("x</hierarchy>{}", dump(NODE));
+        assert_eq!(parse(&after).unwrap().len(), 1);
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod device;
 mod events;
 #[path = "../support/explore.rs"]
 mod explore;
+mod fuzz;
 mod hash;
 mod record;
 mod sim_adb;
