@@ -3,7 +3,7 @@
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 
-.PHONY: help build test fmt fmt-check lint schema bench coverage demo clean
+.PHONY: help build test fmt fmt-check lint schema bench coverage fuzz demo clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,6 +31,11 @@ bench: ## Performance numbers (medians), see docs/benchmarks.md
 
 coverage: ## Screens each decider reaches on every app model, and identity rules against the truth (tables on stdout; minutes)
 	$(CARGO) bench $(CARGO_FLAGS) --bench bench -- coverage identity
+
+FUZZ_SECONDS ?= 60
+FUZZ_SEED ?=
+fuzz: ## Fuzz the parsers with mutated real inputs for FUZZ_SECONDS (default 60) from FUZZ_SEED (default: the clock)
+	DROID_FUZZ_SECONDS=$(FUZZ_SECONDS) DROID_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test $(CARGO_FLAGS) --release --test integration fuzz:: -- --nocapture
 
 demo: build ## Explore the bundled shop app on droid-sim, stage by stage (scripts/demo.sh)
 	scripts/demo.sh $(STEPS)

@@ -29,6 +29,7 @@ const SLOW: &[&str] = &["coverage", "identity"];
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
     ("ui", ui),
+    ("hostile_xml", hostile_xml),
     ("phash", phash),
     ("sim_world", sim_world),
     ("sim_server", sim_server),
@@ -139,6 +140,124 @@ fn ui() {
         dumps.len(),
         big.len()
     );
+}
+
+/// One attribute-rich node as uiautomator writes it, `{i}` numbered so no two print alike.
+fn dump_node(i: usize, class: &str, close: &str) -> String {
+    format!(
+        r#"<node index="0" text="Item {i}" resource-id="com.x:id/item" class="{class}" package="com.x" content-desc="" checkable="false" checked="false" clickable="true" enabled="true" focusable="true" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,{i}][1080,{}]"{close}>"#,
+        i + 10
+    )
+}
+
+/// Dumps of about `size` bytes shaped as the hostile probe shaped them: many windows, as many
+/// attribute-less nodes as fit, one parent of many siblings (each of its own class), the most attributes a node may have, chains as
+/// deep as allowed, and long classes deep down (the xpaths grow with depth).
+fn hostile_dumps(size: usize) -> Vec<(&'static str, String)> {
+    let fill = |mut body: String, mut next: Box<dyn FnMut(usize) -> String>| {
+        let mut i = 0;
+        while body.len() < size {
+            body.push_str(&next(i));
+            i += 1;
+        }
+        body
+    };
+    let head =
+        r#"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0">"#;
+    let windows = fill(
+        head.into(),
+        Box::new(|i| dump_node(i, "android.widget.TextView", "/")),
+    );
+    let siblings = fill(
+        format!(
+            r#"{head}<node class="android.widget.ListView" scrollable="true" bounds="[0,0][1080,2400]">"#
+        ),
+        Box::new(|i| dump_node(i, &format!("com.x.Row{i}"), "/")),
+    ) + "</node>";
+    let attributes = fill(
+        head.into(),
+        Box::new(|i| {
+            let extra: String = (0..droid::ui::parse::MAX_ATTRIBUTES - 18)
+                .map(|a| format!(r#" x{a}="{i}""#))
+                .collect();
+            dump_node(i, "android.widget.TextView", &format!("{extra}/"))
+        }),
+    );
+    let depth = droid::ui::parse::MAX_DEPTH - 1;
+    let deep = fill(
+        head.into(),
+        Box::new(move |i| {
+            let open: String = (0..depth)
+                .map(|d| dump_node(i * depth + d, "a.V", ""))
+                .collect();
+            open + &"</node>".repeat(depth)
+        }),
+    );
+    let long_class = "c".repeat(200);
+    let chain: String = (0..depth)
+        .map(|d| format!(r#"<node class="{long_class}" bounds="[0,0][9,{d}]">"#))
+        .collect();
+    let deep_leaves = fill(
+        format!("{head}{chain}"),
+        Box::new(|_| "<node/>".to_string()),
+    ) + &"</node>".repeat(depth);
+    let bare = fill(format!("{head}<node>"), Box::new(|_| "<node/>".to_string())) + "</node>";
+    [
+        ("windows", windows),
+        ("bare", bare),
+        ("siblings", siblings),
+        ("attributes", attributes),
+        ("deep", deep),
+        ("deep_leaves", deep_leaves),
+    ]
+    .into_iter()
+    .map(|(name, body)| (name, body + "</hierarchy>"))
+    .collect()
+}
+
+/// What droid-capture and droid-hash do to a dump (parse with signatures, prune, layout and
+/// structure hash), on 1 MB dumps of hostile shapes. Target: <= 100 ms each.
+fn hostile_xml() {
+    println!(
+        "| shape | bytes | nodes | parse+prune ms | hashes ms | total ms | fastest total ms |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (shape, xml) in hostile_dumps(1 << 20) {
+        let work = |xml: &str| {
+            let parsed = droid::ui::parse(xml).map(|mut elements| {
+                droid::ui::prune(&mut elements);
+                elements.len()
+            });
+            let hashed =
+                droid::hash::layout_hash(xml).and_then(|_| droid::hash::structure_hash(xml));
+            (parsed, hashed.is_ok())
+        };
+        let (parsed, hashed) = work(&xml);
+        let nodes = match parsed {
+            Ok(nodes) if hashed => nodes.to_string(),
+            Ok(_) => "hash refused".into(),
+            Err(refused) => format!("refused: {refused}"),
+        };
+        let parse = median(5, || {
+            let mut elements = droid::ui::parse(&xml);
+            black_box(elements.as_mut().map(|e| droid::ui::prune(e)).ok());
+        });
+        let hashes = median(5, || {
+            black_box(droid::hash::layout_hash(&xml).ok());
+            black_box(droid::hash::structure_hash(&xml).ok());
+        });
+        let (total, fastest) = time(5, || work(&xml));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "| {shape} | {} | {nodes} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            xml.len(),
+            ms(parse),
+            ms(hashes),
+            ms(total),
+            ms(fastest)
+        );
+    }
+    println!("\ntarget: <= 100 ms per 1 MB dump, whatever its shape");
 }
 
 /// A 1080×2400 screen-like picture: a toolbar, list rows with text-like strokes, a button.

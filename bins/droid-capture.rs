@@ -66,7 +66,7 @@ struct Args {
     #[arg(long, value_name = "A", requires = "from_xml")]
     activity: Option<String>,
     /// Run id to stamp on the event.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", value_parser = droid::events::parse_run_id)]
     run: Option<String>,
     /// Step number to stamp on the event.
     #[arg(long, value_name = "N")]

@@ -109,7 +109,7 @@ struct Args {
     #[arg(long, requires = "run")]
     db: Option<PathBuf>,
     /// The run to learn from in --db.
-    #[arg(long, requires = "db")]
+    #[arg(long, requires = "db", value_parser = droid::events::parse_run_id)]
     run: Option<String>,
     /// Seconds before one model request times out.
     #[arg(long, global = true, default_value_t = 60.0)]

@@ -27,11 +27,11 @@ status 1; --strict stops at it instead.",
   droid-record runs
   droid-record export run-20260101T120000-abc123 > run.jsonl
   droid-record --db copy.db < run.jsonl
-  droid-record rebuild && droid-record cleanup
+  droid-record rebuild && droid-record cleanup --idle 3600
   droid-record config set gemini_api_key --secret   (reads the value from stdin)"
 )]
 struct Args {
-    /// The database (created when missing).
+    /// The database (created when recording; the subcommands need an existing one).
     #[arg(long, env = "DROID_DB", default_value = "crawler.db", global = true)]
     db: PathBuf,
     /// Stop at the first bad line.
@@ -50,13 +50,27 @@ enum Command {
         json: bool,
     },
     /// Print a run's events as JSON lines, ready to be fed again or replayed.
-    Export { run: String },
-    /// Delete a run, everything recorded about it, and its session folder.
-    Delete { run: String },
+    Export {
+        #[arg(value_parser = droid::events::parse_run_id)]
+        run: String,
+    },
+    /// Delete a run, everything recorded about it, and the files droid wrote for it: its session
+    /// folder when it carries droid's .droid-session marker for this run, and the captures its
+    /// observations name when droid-capture wrote them. Anything else is left in place, named on
+    /// stderr, and the exit status is 1.
+    Delete {
+        #[arg(value_parser = droid::events::parse_run_id)]
+        run: String,
+    },
     /// Drop the projected tables and re-project every run from the event log.
     Rebuild,
-    /// Mark runs left RUNNING by a process that is gone as ERROR.
-    Cleanup,
+    /// End stale runs as ERROR: still RUNNING, no live writer process on this host, and nothing
+    /// recorded for --idle seconds (a hand-made pipe has no process alive between two steps).
+    Cleanup {
+        /// Seconds without a recorded event before a run with no live writer is stale.
+        #[arg(long, default_value_t = 600, value_name = "SECS")]
+        idle: u64,
+    },
     /// Settings and secrets in user_config.db.
     Config {
         /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
@@ -105,13 +119,25 @@ fn run(args: Args) -> Result<ExitCode> {
         let user = UserConfig::open(&path)?;
         return configure(user, action);
     }
-    let store = Store::open(&args.db)?;
+    // Recording creates the database; every subcommand needs one that exists.
+    let store = match args.command {
+        None => Store::open(&args.db),
+        Some(_) => Store::open_existing(&args.db),
+    }?;
     let mut out = io::stdout().lock();
     match args.command {
         None => {
             drop(out);
             let mut stage = droid::record::Stage::new(&store);
-            return common::filter("droid-record", &mut stage, args.strict);
+            let code = common::filter("droid-record", &mut stage, args.strict)?;
+            let after_end = stage.stats().after_end;
+            if after_end > 0 {
+                eprintln!(
+                    "droid-record: {after_end} step events were recorded for runs that had \
+                     already ended (kept, the runs stay ended)"
+                );
+            }
+            return Ok(code);
         }
         Some(Command::Runs { json }) => {
             let runs = store.runs()?;
@@ -126,16 +152,29 @@ fn run(args: Args) -> Result<ExitCode> {
         Some(Command::Export { run }) => {
             store.export(&run, &mut out)?;
         }
-        Some(Command::Delete { run }) => match store.delete_run(&run)? {
-            Some(dir) => eprintln!("droid-record: deleted {run} and {}", dir.display()),
-            None => eprintln!("droid-record: deleted {run}"),
-        },
+        Some(Command::Delete { run }) => {
+            let removed = store.delete_run(&run)?;
+            let mut done = format!("droid-record: deleted {run}");
+            if let Some(dir) = &removed.session {
+                done += &format!(", its session folder {}", dir.display());
+            }
+            if !removed.captures.is_empty() {
+                done += &format!(" and {} capture files", removed.captures.len());
+            }
+            eprintln!("{done}");
+            for (path, reason) in &removed.refused {
+                eprintln!("droid-record: left {} in place: {reason}", path.display());
+            }
+            if !removed.refused.is_empty() {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Some(Command::Rebuild) => {
             let events = store.rebuild()?;
             eprintln!("droid-record: re-projected {events} events");
         }
-        Some(Command::Cleanup) => {
-            for run in store.cleanup()? {
+        Some(Command::Cleanup { idle }) => {
+            for run in store.cleanup(std::time::Duration::from_secs(idle))? {
                 writeln!(out, "{run}")?;
             }
         }

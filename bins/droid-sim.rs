@@ -113,13 +113,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         return print(&model.describe());
     }
     let config = SimConfig {
-        app: app.clone(),
         serial: args.serial,
         port: args.port,
         latency: args.latency,
         faults: args.faults,
         truth_log: args.truth_log,
         ime_adbkeyboard: matches!(args.ime, Some(Ime::Adbkeyboard)),
+        ..SimConfig::new(app.clone())
     };
     let sim =
         Sim::start(config).with_context(|| format!("cannot start the simulator for {app}"))?;

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use crate::device::{Device, DeviceError, Direction};
 use crate::events::{
-    now_ts, Action, ActionResult, ActionType, Decision, ErrorKind, Event, Line, Observation, Origin,
+    now_ts, Action, ActionResult, ActionType, Decision, ErrorKind, Event, Line, Observation,
+    Origin, MAX_WAIT_MS,
 };
 use crate::filter::{Filter, Output};
 use crate::screen::{describe, element_by_ref, snap};
@@ -405,7 +406,15 @@ fn resolve(
                 area: None,
             }))
         }
-        ActionType::Back | ActionType::Wait | ActionType::Home | ActionType::Recents => Ok(None),
+        ActionType::Wait => match action.duration_ms {
+            Some(ms) if ms > MAX_WAIT_MS => Err(Failure {
+                kind: ErrorKind::InvalidAction,
+                message: format!("wait of {ms} ms is longer than the {MAX_WAIT_MS} ms allowed"),
+                continue_batch: false,
+            }),
+            _ => Ok(None),
+        },
+        ActionType::Back | ActionType::Home | ActionType::Recents => Ok(None),
         ActionType::Relaunch | ActionType::Other(_) => Err(not_decidable(action)),
     }
 }
@@ -571,6 +580,31 @@ pub fn run_verb(
     verb: &Verb,
 ) -> Result<ActionResult, DeviceError> {
     let started = Instant::now();
+    let touched: &[(i32, i32)] = match verb {
+        Verb::Tap(x, y) | Verb::LongPress(x, y) => &[(*x, *y)],
+        Verb::Swipe(from, to, _) => &[*from, *to],
+        _ => &[],
+    };
+    if !touched.is_empty() {
+        // Android drops a touch outside the display without a word; say so instead.
+        if let Ok((width, height)) = device.screen_size() {
+            let outside = touched.iter().find(|(x, y)| {
+                *x < 0
+                    || *y < 0
+                    || i64::from(*x) >= i64::from(width)
+                    || i64::from(*y) >= i64::from(height)
+            });
+            if let Some(&(x, y)) = outside {
+                return Err(DeviceError::OffScreen {
+                    x,
+                    y,
+                    width,
+                    height,
+                });
+            }
+        }
+    }
+    let before = device.foreground().ok();
     let (action_type, target, point) = match verb {
         Verb::Tap(x, y) => {
             device.tap(*x, *y)?;
@@ -610,11 +644,17 @@ pub fn run_verb(
         }
     };
     let foreground = device.foreground().ok();
+    // As in a batch: the foreground activity differs from the one before the verb.
+    let navigated_away = match (&before, &foreground) {
+        (Some(before), Some(after)) => before.activity != after.activity,
+        _ => false,
+    };
     Ok(ActionResult {
         ts: Some(now_ts()),
         action_type: action_type.into(),
         target: Some(target),
         success: true,
+        navigated_away,
         duration_ms: started.elapsed().as_millis() as u64,
         tap_point: point.map(|(x, y)| [i64::from(x), i64::from(y)]),
         package_after: foreground.as_ref().map(|f| f.package.clone()),
@@ -917,6 +957,43 @@ mod tests {
             .all(|r| r.step == Some(3) && r.run_id.as_deref() == Some("r")));
         assert_eq!(results[1].origin, Some(Origin::Xml));
         assert_eq!(results[1].target.as_deref(), Some("Button \"e1\""));
+    }
+
+    #[test]
+    fn a_wait_beyond_the_bound_is_an_invalid_action_not_a_stall() {
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let device = Recorder::new("", vec!["A"]);
+            let wait = |ms| Action {
+                duration_ms: Some(ms),
+                ..Action::new(ActionType::Wait)
+            };
+            let actions = vec![
+                wait(86_400_000),
+                wait(u64::MAX),
+                Action::new(ActionType::Back),
+            ];
+            let results = execute_decision(&quick(), &device, &decision(actions), None);
+            let _ = sent.send((results, device.calls.lock().unwrap().clone()));
+        });
+        let (results, calls) = received
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a day-long wait must fail at once, not stall the stage");
+        assert_eq!(
+            kinds(&results),
+            [Some("invalid_action"), Some("skipped"), Some("skipped")]
+        );
+        let message = results[0].error_message.as_deref().unwrap_or_default();
+        assert!(
+            message.contains("86400000 ms") && message.contains("60000"),
+            "{message}"
+        );
+        assert!(calls.is_empty(), "{calls:?}");
+        let fine = Action {
+            duration_ms: Some(MAX_WAIT_MS),
+            ..Action::new(ActionType::Wait)
+        };
+        assert!(matches!(resolve(&fine, None, None), Ok(None)));
     }
 
     #[test]

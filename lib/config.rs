@@ -157,10 +157,20 @@ pub fn default_path_from_env() -> PathBuf {
 
 /// A value given on stdin (`config set KEY --secret` without a value): its first line without
 /// the line ending, so a key typed at a prompt or piped from `echo` is stored as it was meant.
+/// Nothing there (`< /dev/null`, an empty first line) is an `InvalidInput` error: storing an
+/// empty key would only fail later, far from the cause.
 pub fn read_value(mut input: impl std::io::BufRead) -> std::io::Result<String> {
     let mut line = String::new();
     input.read_line(&mut line)?;
-    Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    let value = line.trim_end_matches(['\r', '\n']);
+    if value.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no value on standard input (pipe one in, or give it after the key; \
+             `config unset KEY` removes a setting)",
+        ));
+    }
+    Ok(value.to_string())
 }
 
 /// The machine-bound id the secret key is derived from: `/etc/machine-id`, else the host name
@@ -619,7 +629,11 @@ mod tests {
         assert_eq!(read("sk-123\r\nsecond line\n"), "sk-123");
         assert_eq!(read("  spaced key  \n"), "  spaced key  ");
         assert_eq!(read("no newline"), "no newline");
-        assert_eq!(read(""), "");
+        for nothing in ["", "\n", "\r\nsecond line\n"] {
+            let err = read_value(nothing.as_bytes()).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{nothing:?}");
+            assert!(err.to_string().contains("no value on standard input"));
+        }
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub struct RunEnded {
     pub run_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ts: Option<String>,
-    /// `COMPLETED`, `ERROR` or `INTERRUPTED`.
+    /// One of [`RUN_END_STATUSES`]: `COMPLETED`, `ERROR` or `INTERRUPTED`.
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -388,6 +388,10 @@ pub struct GridCell {
     pub col: u32,
 }
 
+/// Longest `wait` an action may ask for: a minute. A model asking for longer (a day, u64::MAX)
+/// would stall the pipeline; such an action fails as `invalid_action`.
+pub const MAX_WAIT_MS: u64 = 60_000;
+
 /// One action of a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Action {
@@ -410,7 +414,7 @@ pub struct Action {
     /// Grid cell for `tap`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<GridCell>,
-    /// Milliseconds for `wait`.
+    /// Milliseconds for `wait`, at most [`MAX_WAIT_MS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     /// The signature of the widget the action is meant for, when the decider knows it.
@@ -782,10 +786,27 @@ impl Event {
         Ok(Some(event))
     }
 
-    /// The event, when its fields hold together beyond their types: a decision holds 1 to
-    /// [`Decision::MAX_ACTIONS`] actions. Stages check what they read ([`EventReader`]);
+    /// The event, when the values serde cannot judge are valid: run ids (see
+    /// [`check_run_id`]), a `run_ended` status (one of [`RUN_END_STATUSES`]) and a decision of
+    /// 1 to [`Decision::MAX_ACTIONS`] actions. Stages check what they read ([`EventReader`]);
     /// what a store recorded before is read back as it is.
     pub fn checked(self) -> Result<Event, LineError> {
+        let invalid = |reason: String| LineError::Fields {
+            kind: self.type_name().to_string(),
+            reason,
+        };
+        if let Some(run) = self.run_id() {
+            check_run_id(run).map_err(|e| invalid(e.to_string()))?;
+        }
+        if let Event::RunEnded(ended) = &self {
+            if !RUN_END_STATUSES.contains(&ended.status.as_str()) {
+                return Err(invalid(format!(
+                    "status {:?} is not one of {}",
+                    ended.status,
+                    RUN_END_STATUSES.join(", ")
+                )));
+            }
+        }
         if let Event::Decision(decision) = &self {
             let count = decision.actions.len();
             if !(1..=Decision::MAX_ACTIONS).contains(&count) {
@@ -800,6 +821,52 @@ impl Event {
         }
         Ok(self)
     }
+}
+
+/// How a run may end: the `status` of `run_ended`, the only values it accepts.
+pub const RUN_END_STATUSES: [&str; 3] = ["COMPLETED", "ERROR", "INTERRUPTED"];
+
+/// Longest run id accepted.
+pub const MAX_RUN_ID_CHARS: usize = 128;
+
+/// Why a run id is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunIdError {
+    #[error("empty run_id")]
+    Empty,
+    #[error("run_id longer than {MAX_RUN_ID_CHARS} characters")]
+    TooLong,
+    #[error("run_id {0:?} has a character other than ASCII letters, digits, '-', '_', '.', ':'")]
+    Character(String),
+    #[error("run_id {0:?} starts with '.' or holds \"..\"")]
+    Dots(String),
+}
+
+/// Checks a run id wherever one enters (events, command lines): 1 to [`MAX_RUN_ID_CHARS`]
+/// ASCII letters, digits, `-`, `_`, `.`, `:`, not starting with `.` and without `..`, so it can
+/// name a file or folder without ever reaching outside it.
+pub fn check_run_id(run: &str) -> Result<(), RunIdError> {
+    let shown = || run.chars().take(40).collect::<String>();
+    if run.is_empty() {
+        return Err(RunIdError::Empty);
+    }
+    if run.len() > MAX_RUN_ID_CHARS {
+        return Err(RunIdError::TooLong);
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
+    if !run.chars().all(allowed) {
+        return Err(RunIdError::Character(shown()));
+    }
+    if run.starts_with('.') || run.contains("..") {
+        return Err(RunIdError::Dots(shown()));
+    }
+    Ok(())
+}
+
+/// [`check_run_id`] as a command-line value parser: the run id, or why it is refused.
+pub fn parse_run_id(run: &str) -> Result<String, RunIdError> {
+    check_run_id(run).map(|()| run.to_string())
 }
 
 /// A line's `type`, read without building the rest (other fields are skipped).
@@ -1099,10 +1166,66 @@ pub fn json_schema() -> Value {
 mod tests {
     use super::*;
 
+    /// The one line of `input` as a stage reads it.
+    fn read_one(input: &str) -> Result<Line, String> {
+        read_all(input).remove(0)
+    }
+
     fn read_all(input: &str) -> Vec<Result<Line, String>> {
         EventReader::new(input.as_bytes())
             .map(|r| r.map_err(|e| e.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn run_ids_that_could_name_a_path_are_refused_in_every_event() {
+        for bad in [
+            "",
+            "../../etc",
+            "a/b",
+            "a\\b",
+            ".hidden",
+            "x..y",
+            "a b",
+            "é",
+        ] {
+            assert!(check_run_id(bad).is_err(), "{bad:?}");
+            for kind in ["run_started", "observation", "decision", "note"] {
+                let line = serde_json::json!({"type": kind, "v": 1, "run_id": bad, "kind": "k",
+                    "actions": []});
+                // Both decoding paths: the direct one and the Value one (a reordered line).
+                let reordered = format!(
+                    r#"{{"v":1,"run_id":{},"type":"{kind}","kind":"k","actions":[]}}"#,
+                    serde_json::to_string(bad).unwrap()
+                );
+                for line in [line.to_string(), reordered] {
+                    let err = read_one(&line).unwrap_err();
+                    assert!(err.contains("run_id"), "{line}: {err}");
+                }
+            }
+        }
+        assert!(check_run_id(&"r".repeat(MAX_RUN_ID_CHARS + 1)).is_err());
+        for good in ["r", "run-20260101T120000-abc123", "emulator-5554_x.y:1"] {
+            assert_eq!(check_run_id(good), Ok(()), "{good}");
+        }
+    }
+
+    #[test]
+    fn run_ended_takes_only_the_documented_statuses() {
+        for status in RUN_END_STATUSES {
+            let line = format!(r#"{{"type":"run_ended","v":1,"run_id":"r","status":"{status}"}}"#);
+            assert!(read_one(&line).is_ok(), "{line}");
+        }
+        for status in ["", "DONE", "completed", "RUNNING"] {
+            let line = format!(r#"{{"type":"run_ended","v":1,"run_id":"r","status":"{status}"}}"#);
+            let err = read_one(&line).unwrap_err();
+            assert!(
+                err.contains("is not one of COMPLETED, ERROR, INTERRUPTED"),
+                "{err}"
+            );
+        }
+        let empty_run = r#"{"type":"run_ended","v":1,"run_id":"","status":"ERROR"}"#;
+        assert!(read_one(empty_run).unwrap_err().contains("empty run_id"));
     }
 
     #[test]

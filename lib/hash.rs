@@ -100,8 +100,25 @@ fn hash_layout(node: roxmltree::Node, depth: u32, in_scroller: bool, hasher: &mu
 pub fn structure_hash(xml: &str) -> Result<String, HashError> {
     let doc = parse::document(xml)?;
     let mut hasher = Sha256::new();
-    for node in doc.descendants().filter(is_node) {
-        let depth = node.ancestors().filter(is_node).count() - 1;
+    // `<node>` ancestors (itself included) per document node, parents first, by roxmltree's node
+    // ids: one lookup per node, where counting ancestors would cost the depth each time.
+    let mut nodes_above: Vec<usize> = Vec::new();
+    for node in doc.descendants() {
+        let id = node.id().get_usize();
+        let above = node
+            .parent()
+            .and_then(|parent| nodes_above.get(parent.id().get_usize()))
+            .copied()
+            .unwrap_or(0)
+            + usize::from(is_node(&node));
+        if nodes_above.len() <= id {
+            nodes_above.resize(id + 1, 0);
+        }
+        nodes_above[id] = above;
+        if !is_node(&node) {
+            continue;
+        }
+        let depth = above - 1;
         for part in [
             &depth.to_string(),
             node.attribute("class").unwrap_or_default(),

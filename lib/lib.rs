@@ -18,6 +18,7 @@ pub mod record;
 pub mod report;
 pub mod screen;
 pub mod secret;
+pub mod session;
 pub mod sim;
 pub mod store;
 pub mod ui;

@@ -15,7 +15,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use shell::ShellOutput;
 pub use sync::FileStat;
@@ -27,6 +27,10 @@ pub const DEFAULT_PORT: u16 = 5037;
 pub const DEFAULT_HOST: &str = "localhost";
 /// How long one request may take end to end unless configured otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a device that went away is waited for unless configured otherwise.
+pub const DEFAULT_WAIT_FOR_DEVICE: Duration = Duration::from_secs(30);
+/// Between two looks at the device list while waiting for a device.
+const DEVICE_POLL: Duration = Duration::from_millis(100);
 
 /// Everything that can go wrong talking to the ADB server or a device behind it.
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +46,9 @@ pub enum AdbError {
     StartServer { detail: String },
     #[error("{what} timed out after {}s", .after.as_secs_f64())]
     Timeout { what: String, after: Duration },
-    #[error("no device attached (adb devices lists none)")]
-    NoDevice,
+    /// `server` says which server answered, so a wrong port shows.
+    #[error("no device attached to {server}")]
+    NoDevice { server: String },
     #[error("several devices attached ({}); choose one with --device or ANDROID_SERIAL", .serials.join(", "))]
     SeveralDevices { serials: Vec<String> },
     #[error("device {serial} not found")]
@@ -56,6 +61,14 @@ pub enum AdbError {
     NotReady { serial: String, state: String },
     #[error("device {serial} vanished during `{what}`")]
     DeviceVanished { serial: String, what: String },
+    /// The device went away and was not back in time (see [`ServerConfig::wait_for_device`]).
+    #[error("device {serial} did not come back within {}s", .waited.as_secs_f64())]
+    DeviceGone {
+        serial: String,
+        waited: Duration,
+        #[source]
+        last: Box<AdbError>,
+    },
     #[error("ADB server refused `{request}`: {message}")]
     Refused { request: String, message: String },
     #[error("ADB protocol error during `{what}`: {detail}")]
@@ -79,6 +92,10 @@ pub struct ServerConfig {
     pub timeout: Duration,
     /// Run `adb start-server` once when nothing listens on a local server address.
     pub start_server: bool,
+    /// How long a device that went away (not found, offline, its connection dropped before the
+    /// command started) is waited for before a command fails, as `adb wait-for-device` waits.
+    /// Zero fails at once.
+    pub wait_for_device: Duration,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +105,7 @@ impl Default for ServerConfig {
             port: DEFAULT_PORT,
             timeout: DEFAULT_TIMEOUT,
             start_server: true,
+            wait_for_device: DEFAULT_WAIT_FOR_DEVICE,
         }
     }
 }
@@ -236,6 +254,8 @@ fn parse_device_line(line: &str) -> Option<DeviceEntry> {
 pub struct AdbServer {
     config: ServerConfig,
     tried_start: AtomicBool,
+    /// This client started the server (`adb start-server`): nothing listened on its port.
+    started: AtomicBool,
 }
 
 impl AdbServer {
@@ -243,6 +263,7 @@ impl AdbServer {
         AdbServer {
             config,
             tried_start: AtomicBool::new(false),
+            started: AtomicBool::new(false),
         }
     }
 
@@ -261,6 +282,7 @@ impl AdbServer {
             {
                 self.start_server()
                     .map_err(|detail| AdbError::StartServer { detail })?;
+                self.started.store(true, Ordering::SeqCst);
                 self.connect_once(what).map_err(|e| match e {
                     AdbError::ServerUnreachable { source, .. } => {
                         AdbError::ServerUnreachable { addr, source }
@@ -301,6 +323,23 @@ impl AdbServer {
             Ok(())
         } else {
             Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+        }
+    }
+
+    /// Which server this is, for people: its address, and whether droid just started it (then
+    /// nothing listened on the port, so the port may be the wrong one).
+    pub fn describe(&self) -> String {
+        let addr = self.config.addr_text();
+        if self.started.load(Ordering::SeqCst) {
+            format!(
+                "the ADB server droid just started at {addr} (nothing listened there: if your \
+                 devices are on another server, --adb-port or ANDROID_ADB_SERVER_PORT is wrong)"
+            )
+        } else {
+            format!(
+                "the ADB server at {addr} (if your devices are on another server, check \
+                 --adb-port or ANDROID_ADB_SERVER_PORT)"
+            )
         }
     }
 
@@ -349,7 +388,11 @@ impl AdbServer {
             None => {
                 let mut devices = devices;
                 match devices.len() {
-                    0 => return Err(AdbError::NoDevice),
+                    0 => {
+                        return Err(AdbError::NoDevice {
+                            server: self.describe(),
+                        })
+                    }
                     1 => devices.remove(0),
                     _ => {
                         return Err(AdbError::SeveralDevices {
@@ -368,6 +411,56 @@ impl AdbServer {
         }
     }
 
+    /// Whether `serial` is listed in state `device` right now.
+    fn is_ready(&self, serial: &str) -> bool {
+        self.devices().is_ok_and(|devices| {
+            devices
+                .iter()
+                .any(|d| d.serial == serial && d.state == DeviceState::Device)
+        })
+    }
+
+    /// Waits until `serial` is listed in state `device`, looking every [`DEVICE_POLL`], at most
+    /// until `until`; whether it is back.
+    fn await_device(&self, serial: &str, until: Instant) -> bool {
+        loop {
+            if self.is_ready(serial) {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            std::thread::sleep(DEVICE_POLL.min(left));
+        }
+    }
+
+    /// Runs `attempt` and, while it fails because the device is away, waits for the device (at
+    /// most [`ServerConfig::wait_for_device`] in all) and tries again. Only for attempts that
+    /// fail before anything reached the device, so a retry never runs a command twice.
+    fn with_device<T>(
+        &self,
+        serial: &str,
+        mut attempt: impl FnMut() -> Result<T, AdbError>,
+    ) -> Result<T, AdbError> {
+        let wait = self.config.wait_for_device;
+        let until = Instant::now() + wait;
+        loop {
+            match attempt() {
+                Err(err) if is_away(&err) && !wait.is_zero() => {
+                    if !self.await_device(serial, until) {
+                        return Err(AdbError::DeviceGone {
+                            serial: serial.to_string(),
+                            waited: wait,
+                            last: Box::new(err),
+                        });
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// A connection switched to `serial` with `host:tport:serial:S`, ready for a device service.
     fn transport(&self, serial: &str, what: &str) -> Result<Conn, AdbError> {
         let mut conn = self.connect(what)?;
@@ -377,6 +470,16 @@ impl AdbServer {
         conn.read_exact_or(&mut transport_id, serial)?;
         Ok(conn)
     }
+}
+
+/// Errors that mean the device is not there right now, rather than that it refused.
+fn is_away(err: &AdbError) -> bool {
+    matches!(
+        err,
+        AdbError::DeviceNotFound { .. }
+            | AdbError::Offline { .. }
+            | AdbError::DeviceVanished { .. }
+    )
 }
 
 /// Refusals and closes on a device connection, as the typed errors they mean.
@@ -417,10 +520,14 @@ pub struct AdbClient {
 }
 
 impl AdbClient {
-    /// Connects to the server and selects the device (`serial`, else the only one attached).
+    /// Connects to the server and selects the device (`serial`, else the only one attached). A
+    /// named device that is away is waited for ([`ServerConfig::wait_for_device`]).
     pub fn connect(config: ServerConfig, serial: Option<&str>) -> Result<AdbClient, AdbError> {
         let server = AdbServer::new(config);
-        let serial = server.select(serial)?;
+        let serial = match serial {
+            Some(named) => server.with_device(named, || server.select(Some(named)))?,
+            None => server.select(None)?,
+        };
         Ok(AdbClient {
             server,
             serial,
@@ -450,11 +557,14 @@ impl AdbClient {
     }
 
     /// Opens a device service (`shell,v2,raw:...`, `exec:...`, `sync:`) on a fresh connection.
+    /// A device that is away until the service is accepted (nothing has run yet) is waited for.
     fn open(&self, service: &str) -> Result<Conn, AdbError> {
-        let mut conn = self.server.transport(&self.serial, service)?;
-        conn.send_request(service)
-            .map_err(|e| device_error(e, &self.serial))?;
-        Ok(conn)
+        self.server.with_device(&self.serial, || {
+            let mut conn = self.server.transport(&self.serial, service)?;
+            conn.send_request(service)
+                .map_err(|e| device_error(e, &self.serial))?;
+            Ok(conn)
+        })
     }
 
     /// Runs `command` in the device shell: stdout, stderr and exit status with shell v2, or the
@@ -481,6 +591,30 @@ impl AdbClient {
                 exit_code: None,
             })
         }
+    }
+
+    /// [`AdbClient::shell`] for a command that only reads (a dump, `dumpsys`, `getprop`): when
+    /// the device goes away while it runs, it is waited for and the command runs again.
+    pub fn shell_reading(&self, command: &str) -> Result<ShellOutput, AdbError> {
+        self.server
+            .with_device(&self.serial, || self.shell(command))
+    }
+
+    /// [`AdbClient::exec`] for a command that only reads (`screencap`), run again after the
+    /// device came back like [`AdbClient::shell_reading`].
+    pub fn exec_reading(&self, command: &str) -> Result<Vec<u8>, AdbError> {
+        self.server.with_device(&self.serial, || {
+            let bytes = self.exec(command)?;
+            // `exec:` has no exit packet: a device that vanished mid-command looks like a short
+            // output. The device list tells them apart.
+            match self.server.is_ready(&self.serial) {
+                true => Ok(bytes),
+                false => Err(AdbError::DeviceVanished {
+                    serial: self.serial.clone(),
+                    what: format!("exec:{command}"),
+                }),
+            }
+        })
     }
 
     /// `exec:CMD`: raw bytes of the command's stdout, unmangled (no PTY), no exit status.

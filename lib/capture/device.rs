@@ -116,10 +116,12 @@ pub fn observe_device(
         .map_err(DeviceCaptureError::Screenshot)?;
     let parse_ms = parse_started.elapsed();
 
-    std::fs::create_dir_all(&opts.out_dir).map_err(|error| DeviceCaptureError::Write {
-        path: opts.out_dir.clone(),
-        error,
-    })?;
+    std::fs::create_dir_all(&opts.out_dir)
+        .and_then(|()| crate::session::mark_capture_dir(&opts.out_dir))
+        .map_err(|error| DeviceCaptureError::Write {
+            path: opts.out_dir.clone(),
+            error,
+        })?;
     let stem = file_stem(device.serial(), opts.step);
     let xml_path = save(&opts.out_dir, &format!("{stem}.xml"), xml.as_bytes())?;
     let screenshot_path = png
@@ -164,7 +166,8 @@ pub fn observe_device(
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// `emulator-5554_20261122_001502_123_0` (with `_s007` for step 7): unique per capture and safe
-/// as a file name for any serial (`192.168.1.5:5555` included).
+/// as a file name for any serial (`192.168.1.5:5555` included). `droid-record delete` removes
+/// files of this shape only (see `crate::session`); change both together.
 fn file_stem(serial: &str, step: Option<u64>) -> String {
     let safe: String = serial
         .chars()
@@ -207,5 +210,8 @@ mod tests {
         assert!(stem.starts_with("192_168_1_5_5555_"), "{stem}");
         assert!(stem.ends_with("_s007"), "{stem}");
         assert!(!stem.contains(['/', ':', '.']));
+        assert!(!crate::session::is_capture_file(Path::new(
+            "/nonexistent/x.png"
+        )));
     }
 }

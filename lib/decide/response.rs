@@ -38,6 +38,10 @@ pub enum InvalidResponse {
 /// instead of taking quadratic time.
 const SCAN_BUDGET: usize = 1 << 24;
 
+/// Deepest nesting a JSON value in an answer may have: serde_json's own limit. Deeper brackets
+/// are no decision, and the JSON5 parser (which recurses, and backtracks) is never given them.
+const MAX_NESTING: usize = 128;
+
 /// Every JSON value in an answer, nested ones included: the whole answer (also when it is a
 /// JSON string holding the answer), else every balanced `{...}` or `[...]` in prose or fenced
 /// blocks (with or without a language tag), braces inside JSON strings respected; values
@@ -136,8 +140,8 @@ fn lenient_json(text: &str) -> Option<Value> {
 /// Length of the balanced `{...}` / `[...]` at the start of `bytes`, strings respected (in
 /// double quotes, or single quotes as JSON5 has them: outside a string no JSON holds one);
 /// `None` when it does not close, closes with the wrong bracket, holds a line break inside a
-/// string (no JSON string does: a quote or an apostrophe of the prose's started it), or the
-/// budget runs out.
+/// string (no JSON string does: a quote or an apostrophe of the prose's started it), nests
+/// deeper than [`MAX_NESTING`], or the budget runs out.
 fn balanced_end(bytes: &[u8], budget: &mut usize) -> Option<usize> {
     let mut open = Vec::new();
     let mut quote: Option<u8> = None;
@@ -156,6 +160,7 @@ fn balanced_end(bytes: &[u8], budget: &mut usize) -> Option<usize> {
         }
         match b {
             b'"' | b'\'' => quote = Some(b),
+            b'{' | b'[' if open.len() >= MAX_NESTING => return None,
             b'{' => open.push(b'}'),
             b'[' => open.push(b']'),
             b'}' | b']' => {
@@ -462,6 +467,34 @@ mod tests {
     /// The answer's JSON value most likely to be the decision.
     fn extract_json(text: &str) -> Option<Value> {
         ranked(json_values(text)).into_iter().next()
+    }
+
+    #[test]
+    fn brackets_nested_past_any_json_are_not_handed_to_the_json5_parser() {
+        // Found by `make fuzz` (seed 2): 1,000 nested objects in prose took 1.4 s, each start
+        // parsed again by the recursive JSON5 parser; deeper could exhaust its stack.
+        for levels in [1_000, 20_000] {
+            let deep = format!(
+                "Here: {}{{\"action\":\"back\"}}{} done",
+                "{\"error\": ".repeat(levels),
+                "}".repeat(levels)
+            );
+            let (sent, received) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = sent.send(json_values(&deep).len());
+            });
+            let found = received
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("a deep answer is read in linear time, not quadratic");
+            // The innermost values still count, until the scan budget gives up on the rest.
+            assert!(levels > 1_000 || found >= 1, "{levels}: {found}");
+        }
+        let fine = format!(
+            "x {}1{}",
+            "[".repeat(MAX_NESTING - 1),
+            "]".repeat(MAX_NESTING - 1)
+        );
+        assert!(!json_values(&fine).is_empty());
     }
 
     fn observation() -> Observation {

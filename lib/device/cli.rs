@@ -5,7 +5,8 @@ use std::time::Duration;
 use super::{DeviceConfig, ScreenshotMode};
 use crate::adb::{AdbError, ServerConfig};
 
-/// `--device`, `--adb-port`, `--adb-host`, `--adb-timeout`; flatten into a binary's arguments.
+/// `--device`, `--adb-port`, `--adb-host`, `--adb-timeout`, `--wait-for-device`; flatten into a
+/// binary's arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DeviceArgs {
     /// Device serial [default: the only device attached]
@@ -20,6 +21,15 @@ pub struct DeviceArgs {
     /// Seconds one device command may take before it fails
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub adb_timeout: f64,
+    /// Seconds to wait for a device that went away (unplugged, rebooting, offline) to come back
+    /// before a command fails, as `adb wait-for-device` does; 0 fails at once
+    #[arg(
+        long,
+        env = "DROID_WAIT_FOR_DEVICE",
+        default_value_t = 30.0,
+        value_name = "SECS"
+    )]
+    pub wait_for_device: f64,
 }
 
 impl DeviceArgs {
@@ -32,6 +42,9 @@ impl DeviceArgs {
         let mut server = ServerConfig::resolve(self.adb_host.as_deref(), self.adb_port, env)?;
         if self.adb_timeout.is_finite() && self.adb_timeout > 0.0 {
             server.timeout = Duration::from_secs_f64(self.adb_timeout);
+        }
+        if self.wait_for_device.is_finite() && self.wait_for_device >= 0.0 {
+            server.wait_for_device = Duration::from_secs_f64(self.wait_for_device);
         }
         Ok(DeviceConfig {
             server,

@@ -39,6 +39,14 @@ pub enum DeviceError {
     UnsupportedText(String),
     #[error("`{0}` is not a valid {1}")]
     InvalidArgument(String, &'static str),
+    /// A touch that would land outside the screen, where the device ignores it silently.
+    #[error("point ({x}, {y}) is outside the {width}x{height} screen")]
+    OffScreen {
+        x: i32,
+        y: i32,
+        width: u32,
+        height: u32,
+    },
     #[error("cannot launch {package}: {detail}")]
     Launch { package: String, detail: String },
 }
@@ -159,21 +167,18 @@ impl AdbDevice {
 
     /// Runs a command and insists on exit status 0.
     fn run(&self, command: &str) -> Result<ShellOutput, DeviceError> {
-        let output = self.client.shell(command)?;
-        if output.succeeded() {
-            Ok(output)
-        } else {
-            Err(DeviceError::Command {
-                command: command.to_string(),
-                exit: output.exit_code.map_or(-1, i32::from),
-                detail: first_line(&output),
-            })
-        }
+        succeeded(command, self.client.shell(command)?)
+    }
+
+    /// [`AdbDevice::run`] for a command that only reads: run again when the device went away
+    /// during it and came back (see [`crate::adb::ServerConfig::wait_for_device`]).
+    fn read(&self, command: &str) -> Result<ShellOutput, DeviceError> {
+        succeeded(command, self.client.shell_reading(command)?)
     }
 
     fn getprop(&self, key: &str) -> Result<String, DeviceError> {
         Ok(self
-            .run(&format!("getprop {key}"))?
+            .read(&format!("getprop {key}"))?
             .stdout_text()
             .trim()
             .to_string())
@@ -185,7 +190,7 @@ impl AdbDevice {
             .client
             // Removing the old file first means a dump that fails without saying so cannot
             // hand back the previous screen.
-            .shell(&format!(
+            .shell_reading(&format!(
                 "rm -f {path}; uiautomator dump {path} && cat {path}"
             ))?;
         let stdout = output.stdout_text();
@@ -219,6 +224,19 @@ impl AdbDevice {
     }
 }
 
+/// `output` when its exit status is 0, else the command's failure with the device's reason.
+fn succeeded(command: &str, output: ShellOutput) -> Result<ShellOutput, DeviceError> {
+    if output.succeeded() {
+        Ok(output)
+    } else {
+        Err(DeviceError::Command {
+            command: command.to_string(),
+            exit: output.exit_code.map_or(-1, i32::from),
+            detail: first_line(&output),
+        })
+    }
+}
+
 fn first_line(output: &ShellOutput) -> String {
     let stderr = output.stderr_text();
     let text = if stderr.trim().is_empty() {
@@ -226,11 +244,20 @@ fn first_line(output: &ShellOutput) -> String {
     } else {
         stderr
     };
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no output")
-        .trim()
-        .to_string()
+    telling_line(&text)
+}
+
+/// The first non-empty line of a command's output; when it only announces what follows
+/// (`Exception occurred while executing 'keyevent':`), with the next line, which says why.
+fn telling_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else {
+        return "no output".to_string();
+    };
+    match lines.next() {
+        Some(reason) if first.ends_with(':') => format!("{first} {reason}"),
+        _ => first.to_string(),
+    }
 }
 
 /// Typed text may be a password: a failed typing command is reported without its argument.
@@ -315,7 +342,7 @@ impl Device for AdbDevice {
     }
 
     fn screen_size(&self) -> Result<(u32, u32), DeviceError> {
-        let output = self.run("wm size")?.stdout_text();
+        let output = self.read("wm size")?.stdout_text();
         parse::screen_size_from_wm(&output).ok_or_else(|| DeviceError::Parse {
             what: "wm size".into(),
             detail: output.trim().to_string(),
@@ -328,7 +355,7 @@ impl Device for AdbDevice {
             "dumpsys window windows",
             "dumpsys activity activities",
         ] {
-            let output = self.client.shell(command)?;
+            let output = self.client.shell_reading(command)?;
             if let Some(found) = parse::foreground_from_dumpsys(&output.stdout_text()) {
                 return Ok(found);
             }
@@ -382,7 +409,7 @@ impl Device for AdbDevice {
     fn screenshot(&self) -> Result<Vec<u8>, DeviceError> {
         match self.config.screenshot {
             ScreenshotMode::Png => {
-                let png = self.client.exec("screencap -p")?;
+                let png = self.client.exec_reading("screencap -p")?;
                 if png.starts_with(b"\x89PNG\r\n\x1a\n") {
                     Ok(png)
                 } else {
@@ -392,7 +419,7 @@ impl Device for AdbDevice {
                     )))
                 }
             }
-            ScreenshotMode::Raw => raw_to_png(&self.client.exec("screencap")?),
+            ScreenshotMode::Raw => raw_to_png(&self.client.exec_reading("screencap")?),
         }
     }
 
@@ -553,6 +580,25 @@ pub fn raw_to_png(raw: &[u8]) -> Result<Vec<u8>, DeviceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_announced_exception_is_shown_with_its_reason() {
+        let am = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/device/cmd/am_start_bad_component_exception_android12plus_excerpt.txt"
+        ))
+        .unwrap();
+        assert_eq!(
+            telling_line(&am),
+            "Exception occurred while executing 'start': java.lang.IllegalArgumentException: \
+             Bad component name: com.android.server.telecom/"
+        );
+        assert_eq!(
+            telling_line("Error: no such key\nmore"),
+            "Error: no such key"
+        );
+        assert_eq!(telling_line(" \n"), "no output");
+    }
 
     #[test]
     fn key_names() {

@@ -769,6 +769,8 @@ fn parse_bounds(text: &str) -> Option<Bounds> {
 
 /// Parses a `uiautomator dump` file into its window roots.
 pub fn parse_hierarchy(xml: &str) -> Result<Vec<Node>, String> {
+    // Before the XML parser, which recurses once per level of nesting.
+    crate::ui::parse::check_shape(xml).map_err(|refused| refused.to_string())?;
     let doc = roxmltree::Document::parse(xml).map_err(|err| format!("bad XML: {err}"))?;
     let root = doc.root_element();
     if root.tag_name().name() != "hierarchy" {
@@ -980,6 +982,9 @@ mod tests {
             "</node>".repeat(300)
         );
         assert!(parse_hierarchy(&deep).unwrap_err().contains("deeper"));
+        // Deep enough to overflow the XML parser's recursion: refused before it runs.
+        let abyss = format!("<hierarchy>{}", "<node>".repeat(100_000));
+        assert!(parse_hierarchy(&abyss).unwrap_err().contains("deeper"));
         let written = write_hierarchy(&roots);
         assert!(written.contains(r#"text="a&#10;b""#), "{written}");
         assert_eq!(parse_hierarchy(&written).unwrap(), roots);

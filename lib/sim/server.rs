@@ -8,7 +8,10 @@
 //! legacy `shell:CMD`, `exec:CMD` and `sync:` (file transfer).
 //!
 //! Every connection has its own thread, up to [`MAX_CONNECTIONS`]; every read is bounded in time
-//! and size, and bad input gets `FAIL` with a reason and a closed socket.
+//! and size, and bad input gets `FAIL` with a reason and a closed socket. A request must arrive
+//! whole within [`REQUEST_DEADLINE`] of its first byte, however slowly it drips; and when every
+//! slot is taken, the connection that has waited longest for its request is closed to make room,
+//! so clients that dawdle can never lock out one that asks at once (a real `adb devices`).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -38,6 +41,9 @@ pub const FEATURES: &str = "shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir";
 const TRANSPORT_ID: u64 = 1;
 /// How long a client may stay silent while the server waits for a request or stdin.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request may take from its first byte to its last (the idle rule alone restarts
+/// with every byte, so a request dripped a byte a second could hold a slot for hours).
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 /// After the answer, how long to wait for the client to close its side.
 const LINGER: Duration = Duration::from_secs(2);
 /// Largest sync path (adbd's own limit).
@@ -64,6 +70,10 @@ pub struct SimConfig {
     pub truth_log: Option<PathBuf>,
     /// Install the ADB Keyboard IME (`--ime adbkeyboard`).
     pub ime_adbkeyboard: bool,
+    /// Connections served at once ([`MAX_CONNECTIONS`]).
+    pub max_connections: usize,
+    /// Time for a request to arrive whole once it began ([`REQUEST_DEADLINE`]).
+    pub request_deadline: Duration,
 }
 
 impl SimConfig {
@@ -77,6 +87,8 @@ impl SimConfig {
             faults: Vec::new(),
             truth_log: None,
             ime_adbkeyboard: false,
+            max_connections: MAX_CONNECTIONS,
+            request_deadline: REQUEST_DEADLINE,
         }
     }
 }
@@ -156,6 +168,8 @@ impl Sim {
             stopping: AtomicBool::new(false),
             stopped: (Mutex::new(false), Condvar::new()),
             connections: Mutex::new(HashMap::new()),
+            max_connections: config.max_connections.max(1),
+            request_deadline: config.request_deadline,
             next_connection: AtomicU64::new(0),
             client_bytes: AtomicUsize::new(0),
         });
@@ -221,10 +235,19 @@ struct Shared {
     port: u16,
     stopping: AtomicBool,
     stopped: (Mutex<bool>, Condvar),
-    connections: Mutex<HashMap<u64, TcpStream>>,
+    connections: Mutex<HashMap<u64, Connection>>,
+    max_connections: usize,
+    request_deadline: Duration,
     next_connection: AtomicU64,
     /// Bytes of client data held right now (see [`Held`]).
     client_bytes: AtomicUsize,
+}
+
+/// An open client socket, and since when it has been waiting for a request (`None` while one is
+/// being served).
+struct Connection {
+    stream: TcpStream,
+    waiting_since: Option<Instant>,
 }
 
 /// A share of [`CLIENT_BYTES_MAX`] taken by one connection, given back on drop, so many hostile
@@ -258,14 +281,21 @@ impl Drop for Held<'_> {
 }
 
 impl Shared {
-    fn connections(&self) -> std::sync::MutexGuard<'_, HashMap<u64, TcpStream>> {
+    fn connections(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Connection>> {
         self.connections.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Drops every open socket (server stop, or the `disconnect-after` fault).
     fn drop_connections(&self) {
-        for stream in self.connections().values() {
-            let _ = stream.shutdown(Shutdown::Both);
+        for connection in self.connections().values() {
+            let _ = connection.stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Notes whether connection `id` waits for a request (`true`) or is being served.
+    fn set_waiting(&self, id: u64, waiting: bool) {
+        if let Some(connection) = self.connections().get_mut(&id) {
+            connection.waiting_since = waiting.then(Instant::now);
         }
     }
 
@@ -296,14 +326,32 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
         {
             let mut open = shared.connections();
-            if open.len() >= MAX_CONNECTIONS {
-                drop(open);
-                let _ = fail(&mut stream, "too many connections");
-                continue;
+            if open.len() >= shared.max_connections {
+                // Make room by closing the connection that has waited longest for its request;
+                // one being served keeps its slot.
+                let dawdler = open
+                    .iter()
+                    .filter_map(|(id, c)| c.waiting_since.map(|since| (since, *id)))
+                    .min();
+                match dawdler.and_then(|(_, id)| open.remove(&id)) {
+                    Some(evicted) => {
+                        let _ = fail(&mut &evicted.stream, "server busy: request too slow");
+                        let _ = evicted.stream.shutdown(Shutdown::Both);
+                    }
+                    None => {
+                        drop(open);
+                        let _ = fail(&mut stream, "too many connections");
+                        continue;
+                    }
+                }
             }
             match stream.try_clone() {
                 Ok(clone) => {
-                    open.insert(id, clone);
+                    let connection = Connection {
+                        stream: clone,
+                        waiting_since: Some(Instant::now()),
+                    };
+                    open.insert(id, connection);
                 }
                 Err(_) => continue,
             }
@@ -312,7 +360,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         let spawned = std::thread::Builder::new()
             .name(format!("droid-sim-conn-{id}"))
             .spawn(move || {
-                serve(&conn_shared, &stream);
+                serve(&conn_shared, &stream, id);
                 conn_shared.connections().remove(&id);
                 linger(&stream);
             });
@@ -359,15 +407,28 @@ fn fail(stream: &mut impl Write, reason: &str) -> io::Result<()> {
     stream.write_all(&out)
 }
 
-/// Reads one length-prefixed request. `Ok(None)` at a clean end of stream.
-fn read_request(stream: &mut &TcpStream) -> io::Result<Option<Result<String, String>>> {
+/// Reads one length-prefixed request. `Ok(None)` at a clean end of stream. Once its first byte
+/// is in, the rest must follow within `deadline`: every later read waits only for what is left
+/// of it.
+fn read_request(
+    stream: &mut &TcpStream,
+    deadline: Duration,
+) -> io::Result<Option<Result<String, String>>> {
     let mut length = [0u8; 4];
-    let mut got = 0;
+    if stream.read(&mut length[..1])? == 0 {
+        return Ok(None);
+    }
+    let mut dripping = Dripping {
+        stream,
+        until: Instant::now() + deadline,
+        deadline,
+    };
+    let mut got = 1;
     while got < 4 {
-        match stream.read(&mut length[got..])? {
-            0 if got == 0 => return Ok(None),
-            0 => return Ok(Some(Err("truncated request length".into()))),
-            n => got += n,
+        match dripping.read(&mut length[got..]) {
+            Ok(0) => return Ok(Some(Err("truncated request length".into()))),
+            Ok(n) => got += n,
+            Err(err) => return dripping.late(err),
         }
     }
     let Some(len) = std::str::from_utf8(&length)
@@ -384,17 +445,54 @@ fn read_request(stream: &mut &TcpStream) -> io::Result<Option<Result<String, Str
         return Ok(Some(Err("empty request".into())));
     }
     let mut payload = vec![0u8; len];
-    if let Err(err) = stream.read_exact(&mut payload) {
+    if let Err(err) = dripping.read_exact(&mut payload) {
         return match err.kind() {
             io::ErrorKind::UnexpectedEof => Ok(Some(Err(format!(
                 "truncated request: {len} bytes announced"
             )))),
-            _ => Err(err),
+            _ => dripping.late(err),
         };
     }
+    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
     Ok(Some(
         String::from_utf8(payload).map_err(|_| "request is not UTF-8".to_string()),
     ))
+}
+
+/// A stream whose reads all end by one instant.
+struct Dripping<'a> {
+    stream: &'a TcpStream,
+    until: Instant,
+    deadline: Duration,
+}
+
+impl Dripping<'_> {
+    /// A read that timed out at the deadline is the client's fault: `FAIL` it.
+    fn late(&self, err: io::Error) -> io::Result<Option<Result<String, String>>> {
+        let timed_out = matches!(
+            err.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        );
+        if timed_out && Instant::now() >= self.until {
+            return Ok(Some(Err(format!(
+                "request not complete within {} ms",
+                self.deadline.as_millis()
+            ))));
+        }
+        Err(err)
+    }
+}
+
+impl Read for Dripping<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left.min(IDLE_TIMEOUT)))?;
+        let mut stream = self.stream;
+        stream.read(buf)
+    }
 }
 
 /// What a host request is about.
@@ -434,13 +532,16 @@ enum Next {
     Kill,
 }
 
-fn serve(shared: &Shared, stream: &TcpStream) {
+fn serve(shared: &Shared, stream: &TcpStream, id: u64) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
     let mut stream = stream;
     let mut switched = false;
     loop {
-        let request = match read_request(&mut stream) {
+        shared.set_waiting(id, true);
+        let read = read_request(&mut stream, shared.request_deadline);
+        shared.set_waiting(id, false);
+        let request = match read {
             Ok(Some(Ok(request))) => request,
             Ok(Some(Err(reason))) => {
                 let _ = fail(&mut stream, &reason);

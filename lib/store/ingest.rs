@@ -21,6 +21,9 @@ pub struct IngestStats {
     pub commits: u64,
     /// Runs droid-record opened for events that named none.
     pub runs_opened: u64,
+    /// Step events (observation, decision, result) recorded for a run that had already ended:
+    /// kept in its log and projected, while the run keeps the status and end of its `run_ended`.
+    pub after_end: u64,
 }
 
 /// What pushing one line produced.
@@ -53,8 +56,9 @@ struct RunLog {
     pending: Vec<Pending>,
     expected_results: Option<usize>,
     results: usize,
-    writer_recorded: bool,
     touched: bool,
+    /// Its `run_ended` is in the log.
+    ended: bool,
 }
 
 /// Feeds events into a [`Store`]. Events are buffered per run until their step is complete
@@ -95,38 +99,54 @@ impl Store {
         }
     }
 
-    /// Runs left RUNNING by a writer process that is gone become ERROR: a `run_ended` event
-    /// (status `ERROR`, the cleanup time as its `ts`) is appended to their log and projected.
-    /// Runs whose writer is on another host are left alone. Returns the runs ended.
-    pub fn cleanup(&self) -> Result<Vec<String>> {
-        let candidates: Vec<(String, Option<i64>, Option<String>)> = {
+    /// Ends stale runs as ERROR: a `run_ended` event (status `ERROR`, the cleanup time as its
+    /// `ts`, the reason) is appended to their log and projected. A run is stale when it is
+    /// still RUNNING, no writer process of it is alive on this host, and nothing was recorded
+    /// for it for `idle` (since its writer's last commit, else its newest event or its start).
+    /// A hand-made pipe has no process alive between two steps, so the idle time is what keeps
+    /// it. Runs whose writer is on another host are left alone. Returns the runs ended.
+    pub fn cleanup(&self, idle: std::time::Duration) -> Result<Vec<String>> {
+        // (run, writer pid, writer host, when it was last recorded)
+        type Candidate = (String, Option<i64>, Option<String>, Option<String>);
+        let candidates: Vec<Candidate> = {
             let mut stmt = self
                 .conn
                 .prepare(
-                    "SELECT r.run_key, w.pid, w.host FROM runs r
-                     LEFT JOIN run_writers w ON w.run_id = r.id
+                    "SELECT r.run_key, w.pid, w.host, COALESCE(w.updated_at,
+                       (SELECT MAX(e.ts) FROM run_events e WHERE e.run_id = r.id), r.start_time)
+                     FROM runs r LEFT JOIN run_writers w ON w.run_id = r.id
                      WHERE r.status = 'RUNNING' ORDER BY r.id",
                 )
                 .ctx("finding running runs")?;
             let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
                 .ctx("finding running runs")?;
             rows.collect::<rusqlite::Result<_>>()
                 .ctx("finding running runs")?
         };
         let here = host_name();
+        let now = chrono::Utc::now();
         let mut ingest = self.ingest();
         let mut ended = Vec::new();
-        for (run, pid, host) in candidates {
+        for (run, pid, host, last) in candidates {
+            let idle_for = last
+                .as_deref()
+                .and_then(|ts| chrono::DateTime::parse_from_rfc3339(ts).ok())
+                .and_then(|last| (now - last.with_timezone(&chrono::Utc)).to_std().ok());
+            // A run recorded less than `idle` ago (or at an unreadable time) is not stale.
+            let Some(idle_for) = idle_for.filter(|d| *d >= idle) else {
+                continue;
+            };
+            let quiet = format!("nothing recorded for {} s", idle_for.as_secs());
             let reason = match (pid, host) {
                 (Some(pid), Some(host)) if host == here => {
                     if writer_alive(pid) {
                         continue;
                     }
-                    format!("cleanup: writer process {pid} on {host} is gone")
+                    format!("cleanup: writer process {pid} on {host} is gone and {quiet}")
                 }
                 (Some(_), Some(_)) => continue,
-                _ => "cleanup: no writer process recorded".to_string(),
+                _ => format!("cleanup: no writer process recorded and {quiet}"),
             };
             let event = Event::RunEnded(RunEnded {
                 run_id: run.clone(),
@@ -387,8 +407,9 @@ impl Ingest<'_> {
         let runs = &mut self.runs;
         let projector = &mut self.projector;
         let outcome = store.write(|conn| {
-            let (mut recorded, mut recorded_bytes) = (0, 0);
+            let (mut recorded, mut recorded_bytes, mut after_end) = (0, 0, 0);
             let mut ended = Vec::new();
+            let mut written_runs = Vec::new();
             for (run, events) in &ready {
                 let Some(log) = runs.get_mut(run) else {
                     continue;
@@ -426,39 +447,50 @@ impl Ingest<'_> {
                     new_in_step += 1;
                     recorded_bytes += event.json.len() as u64;
                     if let Some(parsed) = &event.event {
-                        if matches!(parsed, Event::RunEnded(_)) {
-                            ended.push(run_id);
+                        match parsed {
+                            Event::RunEnded(_) => {
+                                ended.push(run_id);
+                                log.ended = true;
+                            }
+                            Event::Observation(_) | Event::Decision(_) | Event::Result(_)
+                                if log.ended =>
+                            {
+                                after_end += 1;
+                            }
+                            _ => {}
                         }
                         projector.apply(conn, run_id, run, parsed, seq)?;
                     }
                 }
-                if new_in_step > 0 && !log.writer_recorded {
-                    conn.execute(
-                        "INSERT INTO run_writers (run_id, pid, host, updated_at)
-                         VALUES (?1, ?2, ?3, ?4)
-                         ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid,
-                         host = excluded.host, updated_at = excluded.updated_at",
-                        params![
-                            run_id,
-                            std::process::id(),
-                            host_name(),
-                            crate::events::now_ts()
-                        ],
-                    )
-                    .ctx("recording the writer")?;
-                    log.writer_recorded = true;
+                if new_in_step > 0 && !written_runs.contains(&run_id) {
+                    written_runs.push(run_id);
                 }
                 log.touched |= new_in_step > 0;
                 recorded += new_in_step;
+            }
+            // Who wrote last, and when: `cleanup` tells a live run from a stale one by it.
+            let now = crate::events::now_ts();
+            for run_id in written_runs {
+                conn.prepare_cached(
+                    "INSERT INTO run_writers (run_id, pid, host, updated_at)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid,
+                     host = excluded.host, updated_at = excluded.updated_at",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![run_id, std::process::id(), host_name(), now])
+                })
+                .ctx("recording the writer")?;
             }
             projector.flush(conn)?;
             for run_id in ended {
                 projector.refresh_stats(conn, run_id)?;
             }
-            Ok((recorded, recorded_bytes))
+            Ok((recorded, recorded_bytes, after_end))
         });
         match outcome {
-            Ok((recorded, recorded_bytes)) => {
+            Ok((recorded, recorded_bytes, after_end)) => {
+                self.stats.after_end += after_end;
                 let total: u64 = ready.iter().map(|(_, events)| events.len() as u64).sum();
                 self.stats.recorded += recorded;
                 self.stats.duplicates += total - recorded;
@@ -477,20 +509,22 @@ impl Ingest<'_> {
 
 /// What the log already holds of a run (nothing when it is new).
 fn load_run_log(conn: &Connection, run: &str) -> Result<RunLog> {
-    let known: Option<(i64, i64, Option<i64>)> = conn
+    let known: Option<(i64, i64, Option<i64>, bool)> = conn
         .query_row(
-            "SELECT r.id, COALESCE(MAX(e.seq), 0), MAX(e.step) FROM runs r
+            "SELECT r.id, COALESCE(MAX(e.seq), 0), MAX(e.step),
+             COALESCE(MAX(e.type = 'run_ended'), 0) FROM runs r
              LEFT JOIN run_events e ON e.run_id = r.id WHERE r.run_key = ?1 GROUP BY r.id",
             [run],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .optional()
         .ctx("loading a run")?;
     Ok(match known {
-        Some((row_id, max_seq, last_step)) => RunLog {
+        Some((row_id, max_seq, last_step, ended)) => RunLog {
             row_id: Some(row_id),
             next_seq: max_seq + 1,
             last_step: last_step.map(|s| s.max(0) as u64),
+            ended,
             ..RunLog::default()
         },
         None => RunLog {

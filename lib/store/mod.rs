@@ -71,6 +71,8 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    #[error("no database there (droid-record creates one when it records events; check --db or DROID_DB)")]
+    NoDatabase(PathBuf),
     #[error("no run {0:?} in the database")]
     NoRun(String),
     #[error("run {run}: stored event {seq} is not a valid event: {reason}")]
@@ -79,7 +81,7 @@ pub enum Error {
         seq: i64,
         reason: String,
     },
-    #[error("removing session folder {path}")]
+    #[error("removing the run's files ({path})")]
     SessionDir {
         path: PathBuf,
         #[source]
@@ -145,6 +147,15 @@ impl Store {
         store.set_auto_checkpoint(true)?;
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Opens a crawler.db that must already exist: for reading and maintaining, where creating an
+    /// empty database would only hide a wrong path.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            return Err(Error::NoDatabase(path.to_path_buf()));
+        }
+        Store::open(path)
     }
 
     /// Turns SQLite's automatic checkpoint (every [`CHECKPOINT_BYTES`] of WAL) on or off.
@@ -278,10 +289,12 @@ impl Store {
         Ok(count)
     }
 
-    /// Deletes a run, its events and everything projected from them, and its session folder
-    /// (named by `run_started`). Screens and the graph are shared between runs, so the
-    /// projection is rebuilt from the remaining events. Returns the folder removed, if any.
-    pub fn delete_run(&self, run: &str) -> Result<Option<PathBuf>> {
+    /// Deletes a run, its events and everything projected from them, and the files droid wrote
+    /// for it: its session folder (named by `run_started`) and the capture files its
+    /// observations name, each only when droid can tell it wrote it (see [`crate::session`]).
+    /// Screens and the graph are shared between runs, so the projection is rebuilt from the
+    /// remaining events. Returns what was removed and what was left in place.
+    pub fn delete_run(&self, run: &str) -> Result<crate::session::Removed> {
         let run_id = self.run_row_id(run)?;
         let session: Option<String> = self
             .conn
@@ -291,21 +304,45 @@ impl Store {
                 |r| r.get(0),
             )
             .ctx("reading the session folder")?;
+        let captures = self.capture_paths(run_id)?;
         self.write(|conn| {
             clear_projection(conn)?;
             conn.execute("DELETE FROM runs WHERE id = ?1", [run_id])
                 .ctx("deleting the run")?;
             projection::replay_all(conn)
         })?;
-        let Some(session) = session.filter(|s| !s.is_empty()) else {
-            return Ok(None);
-        };
-        let dir = PathBuf::from(session);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => Ok(Some(dir)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(Error::SessionDir { path: dir, source }),
+        let session = session.filter(|s| !s.is_empty()).map(PathBuf::from);
+        crate::session::remove_run_files(run, session.as_deref(), &captures).map_err(|source| {
+            Error::SessionDir {
+                path: session.unwrap_or_default(),
+                source,
+            }
+        })
+    }
+
+    /// The dumps and screenshots a run's observations name, each once.
+    fn capture_paths(&self, run_id: i64) -> Result<Vec<PathBuf>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT json FROM run_events WHERE run_id = ?1 AND type = 'observation'")
+            .ctx("reading the run's observations")?;
+        let rows = stmt
+            .query_map([run_id], |r| r.get::<_, String>(0))
+            .ctx("reading the run's observations")?;
+        let mut paths = Vec::new();
+        for json in rows {
+            let json = json.ctx("reading the run's observations")?;
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+            for field in ["screenshot_path", "xml_path"] {
+                if let Some(path) = value.get(field).and_then(|p| p.as_str()) {
+                    let path = PathBuf::from(path);
+                    if !paths.contains(&path) {
+                        paths.push(path);
+                    }
+                }
+            }
         }
+        Ok(paths)
     }
 
     /// Drops every projected table and re-projects all runs from `run_events`, in the order the

@@ -290,6 +290,8 @@ impl Store {
 
 impl RunSummary {
     /// The runs as an aligned text table for people.
+    /// Cells longer than [`MAX_CELL_CHARS`] are clipped with `…` (the full values are in
+    /// `runs --json`), so no value can make the table unreadable or its padding overflow.
     pub fn table(runs: &[RunSummary]) -> String {
         let header = [
             "RUN", "PACKAGE", "DEVICE", "STATUS", "STEPS", "SCREENS", "START", "END",
@@ -298,15 +300,16 @@ impl RunSummary {
             .iter()
             .map(|r| {
                 [
-                    r.run_id.clone(),
-                    r.package.clone(),
-                    r.device.clone(),
-                    r.status.clone(),
-                    r.steps.to_string(),
-                    r.screens.to_string(),
-                    r.start.clone(),
-                    r.end.clone().unwrap_or_else(|| "-".into()),
+                    &r.run_id,
+                    &r.package,
+                    &r.device,
+                    &r.status,
+                    &r.steps.to_string(),
+                    &r.screens.to_string(),
+                    &r.start,
+                    r.end.as_deref().unwrap_or("-"),
                 ]
+                .map(clip)
             })
             .collect();
         let mut widths = header.map(str::len);
@@ -328,4 +331,27 @@ impl RunSummary {
         }
         out
     }
+}
+
+/// Widest cell of the runs table, in characters.
+pub const MAX_CELL_CHARS: usize = 64;
+
+/// A cell as shown: control characters (which a terminal would obey) as `?`, clipped to
+/// [`MAX_CELL_CHARS`] with `…`.
+fn clip(cell: &str) -> String {
+    let long = cell.chars().nth(MAX_CELL_CHARS).is_some();
+    let kept = if long {
+        MAX_CELL_CHARS - 1
+    } else {
+        MAX_CELL_CHARS
+    };
+    let mut shown: String = cell
+        .chars()
+        .take(kept)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if long {
+        shown.push('…');
+    }
+    shown
 }

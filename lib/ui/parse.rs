@@ -6,6 +6,8 @@
 //! newer `drawing-order`, `hint`, `display-id` and `visible-to-user` attributes are all fine. What
 //! is not a hierarchy gives a typed [`ParseError`], never a panic.
 
+use std::collections::HashMap;
+
 use super::{signature, Bounds, UiElement};
 
 /// Why a dump is not a usable hierarchy.
@@ -39,29 +41,47 @@ pub enum ParseError {
     NotHierarchy(String),
     #[error("node {element}: bad bounds {value:?}")]
     BadBounds { element: u32, value: String },
-    /// Nested deeper than any real screen; refused so that walking it cannot exhaust the stack.
-    #[error("nodes nested deeper than {MAX_DEPTH} levels")]
+    /// Nested deeper than any real screen; refused before the XML parser (which recurses once
+    /// per level) sees it, so no input can exhaust the stack.
+    #[error("elements nested deeper than {MAX_DEPTH} levels")]
     TooDeep,
+    /// More attributes on one element than any real node has; refused before parsing, as the XML
+    /// parser's duplicate check costs the square of their number.
+    #[error("an element with more than {MAX_ATTRIBUTES} attributes")]
+    TooManyAttributes,
+    /// A document type declaration: uiautomator never writes one, and its entities could expand
+    /// to anything.
+    #[error("a <!DOCTYPE> declaration, which no uiautomator dump has")]
+    Doctype,
+    /// Element paths (each repeats its ancestors' classes) adding up to far more than the dump
+    /// itself: deep chains of long class names over many leaves, which no real screen has.
+    #[error("element paths would take more than {0} bytes ({XPATH_BUDGET_RATIO} times the dump)")]
+    PathsTooLong(usize),
 }
 
 /// Deepest nesting accepted. Real dumps stay under 100 levels.
 pub const MAX_DEPTH: usize = 1000;
 
+/// Most attributes accepted on one element. Real nodes have 17 to 22.
+pub const MAX_ATTRIBUTES: usize = 64;
+
+/// The xpaths of all elements together may take this many times the dump's size (real dumps:
+/// at most 1.5), plus [`XPATH_BUDGET_FLOOR`] bytes for tiny dumps.
+pub const XPATH_BUDGET_RATIO: usize = 16;
+const XPATH_BUDGET_FLOOR: usize = 1 << 20;
+
 /// Parses a dump into elements in document order (`element_id` = position), with every field
 /// filled, `signature` included.
 pub fn parse(xml: &str) -> Result<Vec<UiElement>, ParseError> {
     let doc = document(xml)?;
-    let mut elements = Vec::new();
-    for window in doc.root_element().children().filter(is_node) {
-        collect(
-            window,
-            None,
-            0,
-            "/hierarchy",
-            1 + preceding_same_class(window),
-            &mut elements,
-        )?;
-    }
+    let xpath_limit = xml.len() * XPATH_BUDGET_RATIO + XPATH_BUDGET_FLOOR;
+    let mut collector = Collector {
+        elements: Vec::new(),
+        xpath_limit,
+        xpath_budget: xpath_limit,
+    };
+    collector.children(doc.root_element(), None, 0, "/hierarchy")?;
+    let mut elements = collector.elements;
     signature::sign_all(&mut elements);
     Ok(elements)
 }
@@ -69,6 +89,7 @@ pub fn parse(xml: &str) -> Result<Vec<UiElement>, ParseError> {
 /// The parsed `<hierarchy>` document of a dump (shared with the layout hash).
 pub(crate) fn document(input: &str) -> Result<roxmltree::Document<'_>, ParseError> {
     let xml = hierarchy_text(input)?;
+    check_shape(xml)?;
     let doc = roxmltree::Document::parse(xml).map_err(|e| {
         let reason = e.to_string();
         let ends_cleanly = xml.contains("</hierarchy>") || xml.trim_end().ends_with("/>");
@@ -84,23 +105,71 @@ pub(crate) fn document(input: &str) -> Result<roxmltree::Document<'_>, ParseErro
     if root != "hierarchy" {
         return Err(ParseError::NotHierarchy(root.to_string()));
     }
-    // Depth per node, parents first (document order), indexed by roxmltree's node ids.
-    let mut depths: Vec<usize> = Vec::new();
-    for node in doc.descendants() {
-        let id = node.id().get_usize();
-        let depth = node
-            .parent()
-            .and_then(|p| depths.get(p.id().get_usize()))
-            .map_or(0, |d| d + 1);
-        if depth > MAX_DEPTH {
-            return Err(ParseError::TooDeep);
-        }
-        if depths.len() <= id {
-            depths.resize(id + 1, 0);
-        }
-        depths[id] = depth;
-    }
     Ok(doc)
+}
+
+/// Refuses what would make the XML parser recurse too deep or work quadratically, in one linear
+/// pass that follows the XML grammar far enough to count element nesting and attributes: tags
+/// (quotes respected, so `>` or `/>` in a value is text), comments, CDATA, processing
+/// instructions. Input the parser would refuse anyway may pass here; the parser says why.
+pub fn check_shape(xml: &str) -> Result<(), ParseError> {
+    let bytes = xml.as_bytes();
+    let (mut at, mut depth) = (0, 0usize);
+    let skip_past = |from: usize, end: &[u8]| {
+        bytes[from..]
+            .windows(end.len())
+            .position(|w| w == end)
+            .map_or(bytes.len(), |p| from + p + end.len())
+    };
+    while let Some(offset) = bytes[at..].iter().position(|&b| b == b'<') {
+        let tag = &bytes[at + offset..];
+        at += offset;
+        if tag.starts_with(b"<!--") {
+            at = skip_past(at + 4, b"-->");
+        } else if tag.starts_with(b"<![CDATA[") {
+            at = skip_past(at + 9, b"]]>");
+        } else if tag.starts_with(b"<?") {
+            at = skip_past(at + 2, b"?>");
+        } else if tag.starts_with(b"<!") {
+            return Err(ParseError::Doctype);
+        } else if tag.starts_with(b"</") {
+            depth = depth.saturating_sub(1);
+            at = skip_past(at + 2, b">");
+        } else {
+            let (end, attributes, empty) = scan_start_tag(bytes, at + 1);
+            if attributes > MAX_ATTRIBUTES {
+                return Err(ParseError::TooManyAttributes);
+            }
+            if !empty {
+                depth += 1;
+                if depth > MAX_DEPTH + 1 {
+                    return Err(ParseError::TooDeep);
+                }
+            }
+            at = end;
+        }
+    }
+    Ok(())
+}
+
+/// Scans a start tag from just after its `<`: where it ends, how many attributes it has, and
+/// whether it closes itself (`/>`).
+fn scan_start_tag(bytes: &[u8], from: usize) -> (usize, usize, bool) {
+    let (mut at, mut attributes, mut quote) = (from, 0, None);
+    while let Some(&b) = bytes.get(at) {
+        at += 1;
+        match (quote, b) {
+            (Some(q), _) if b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b'=') => attributes += 1,
+            (None, b'>') => return (at, attributes, bytes[at - 2] == b'/'),
+            // The parser refuses `<` inside a tag; stop here and let it say so.
+            (None, b'<') => return (at - 1, attributes, true),
+            _ => {}
+        }
+    }
+    (at, attributes, true)
 }
 
 /// The XML part of a dump: from `<?xml` or `<hierarchy` to `</hierarchy>`, without the tool's
@@ -117,9 +186,10 @@ fn hierarchy_text(input: &str) -> Result<&str, ParseError> {
     let Some(start) = start else {
         return Err(tool_error(text));
     };
-    let end = text
+    // The last closing tag after the start: one glued before it is not the end.
+    let end = text[start..]
         .rfind("</hierarchy>")
-        .map_or(text.len(), |end| end + "</hierarchy>".len());
+        .map_or(text.len(), |end| start + end + "</hierarchy>".len());
     Ok(&text[start..end])
 }
 
@@ -142,6 +212,9 @@ fn tool_error(text: &str) -> ParseError {
     }
     if text.starts_with('<') {
         // Markup that never reaches a <hierarchy>: say what it is.
+        if let Err(refused) = check_shape(text) {
+            return refused;
+        }
         return match roxmltree::Document::parse(text) {
             Ok(doc) => ParseError::NotHierarchy(doc.root_element().tag_name().name().to_string()),
             Err(e) => ParseError::Malformed(e.to_string()),
@@ -167,43 +240,50 @@ fn class_of<'a>(n: &roxmltree::Node<'a, '_>) -> &'a str {
     n.attribute("class").unwrap_or_default()
 }
 
-/// How many earlier siblings have the same class (XPath's position among same-named siblings).
-fn preceding_same_class(n: roxmltree::Node) -> usize {
-    let class = class_of(&n);
-    n.prev_siblings()
-        .skip(1)
-        .filter(|s| is_node(s) && class_of(s) == class)
-        .count()
+/// Elements in document order, and how many more xpath bytes they may take.
+struct Collector {
+    elements: Vec<UiElement>,
+    xpath_limit: usize,
+    xpath_budget: usize,
 }
 
-fn collect(
-    node: roxmltree::Node,
-    parent: Option<u32>,
-    depth: u32,
-    parent_xpath: &str,
-    position: usize,
-    out: &mut Vec<UiElement>,
-) -> Result<(), ParseError> {
-    let id = out.len() as u32;
-    let element = element_of(node, id, parent, depth, parent_xpath, position)?;
-    let xpath = element.xpath.clone();
-    out.push(element);
-    let mut seen_classes: Vec<(&str, usize)> = Vec::new();
-    for child in node.children().filter(is_node) {
-        let class = class_of(&child);
-        let position = match seen_classes.iter_mut().find(|(c, _)| *c == class) {
-            Some((_, count)) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                seen_classes.push((class, 1));
-                1
-            }
-        };
-        collect(child, Some(id), depth + 1, &xpath, position, out)?;
+impl Collector {
+    fn collect(
+        &mut self,
+        node: roxmltree::Node,
+        parent: Option<u32>,
+        depth: u32,
+        parent_xpath: &str,
+        position: usize,
+    ) -> Result<(), ParseError> {
+        let id = self.elements.len() as u32;
+        let element = element_of(node, id, parent, depth, parent_xpath, position)?;
+        self.xpath_budget = self
+            .xpath_budget
+            .checked_sub(element.xpath.len())
+            .ok_or(ParseError::PathsTooLong(self.xpath_limit))?;
+        let xpath = element.xpath.clone();
+        self.elements.push(element);
+        self.children(node, Some(id), depth + 1, &xpath)
     }
-    Ok(())
+
+    /// Collects the `<node>` children of `node`, each with its XPath position among same-class
+    /// siblings (counted in a map, so a parent of many classes stays linear).
+    fn children(
+        &mut self,
+        node: roxmltree::Node,
+        id: Option<u32>,
+        depth: u32,
+        xpath: &str,
+    ) -> Result<(), ParseError> {
+        let mut seen_classes: HashMap<&str, usize> = HashMap::new();
+        for child in node.children().filter(is_node) {
+            let position = seen_classes.entry(class_of(&child)).or_insert(0);
+            *position += 1;
+            self.collect(child, id, depth, xpath, *position)?;
+        }
+        Ok(())
+    }
 }
 
 fn element_of(
@@ -344,6 +424,15 @@ mod tests {
     }
 
     #[test]
+    fn a_closing_tag_before_the_start_is_no_end() {
+        // Found by `make fuzz` (seed 2): slicing from the start to an earlier end panicked.
+        let glued = format!("<?</hierarchy>xml version='1.0'?>{}", dump(NODE));
+        assert_eq!(parse(&glued).unwrap().len(), 1);
+        let after = format!("x</hierarchy>{}", dump(NODE));
+        assert_eq!(parse(&after).unwrap().len(), 1);
+    }
+
+    #[test]
     fn typed_errors() {
         assert_eq!(parse("  \n"), Err(ParseError::Empty));
         assert_eq!(
@@ -388,6 +477,48 @@ mod tests {
             "</node>".repeat(200)
         );
         assert_eq!(parse(&fine).unwrap().len(), 200);
+        // Far deeper than the XML parser's recursion survives: refused before it runs.
+        let abyss = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(200_000),
+            "</node>".repeat(200_000)
+        );
+        assert_eq!(parse(&abyss), Err(ParseError::TooDeep));
+        let unclosed = format!("<hierarchy>{}", "<node a='>' b=\"/>\">".repeat(200_000));
+        assert_eq!(parse(&unclosed), Err(ParseError::TooDeep));
+    }
+
+    #[test]
+    fn paths_many_times_the_dump_are_refused() {
+        let class = "c".repeat(200);
+        let chain = format!(r#"<node class="{class}" bounds="[0,0][1,1]">"#).repeat(900);
+        let leaves = "<node/>".repeat(20_000);
+        let dump = format!(
+            "<hierarchy>{chain}{leaves}{}</hierarchy>",
+            "</node>".repeat(900)
+        );
+        assert!(matches!(parse(&dump), Err(ParseError::PathsTooLong(_))));
+    }
+
+    #[test]
+    fn shape_check_follows_the_grammar() {
+        let many = format!("<hierarchy><node {}/></hierarchy>", "a=\"1\" ".repeat(100));
+        assert_eq!(parse(&many), Err(ParseError::TooManyAttributes));
+        let doctype = "<?xml version=\"1.0\"?><!DOCTYPE h [<!ENTITY e \"x\">]><hierarchy/>";
+        assert_eq!(parse(doctype), Err(ParseError::Doctype));
+        // Markup inside comments, CDATA and values is text, not nesting.
+        let hidden = "<node><node><node>".repeat(MAX_DEPTH);
+        let quiet = format!(
+            "<hierarchy><!--{hidden}--><node text=\"{}\" bounds=\"[0,0][1,1]\"/></hierarchy>",
+            "&gt;".repeat(3)
+        );
+        assert_eq!(parse(&quiet).unwrap().len(), 1);
+        assert_eq!(check_shape(&format!("<a><![CDATA[{hidden}]]></a>")), Ok(()));
+        assert_eq!(check_shape(&format!("<?pi {hidden}?><a/>")), Ok(()));
+        assert_eq!(
+            check_shape(&format!("<a b='{}'/>", "=".repeat(500))),
+            Ok(())
+        );
     }
 
     #[test]

@@ -262,6 +262,46 @@ fn verbs_drive_the_device() {
 }
 
 #[test]
+fn verbs_say_why_the_device_refused_and_refuse_touches_off_the_screen() {
+    let sim = SimProc::notes(&[]);
+    let out = run_act(&sim, &["key", "nosuchkey"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Exception occurred while executing 'keyevent': ")
+            && stderr.contains("Unknown keycode: KEYCODE_NOSUCHKEY"),
+        "{stderr}"
+    );
+    let before = sim.screens();
+    for verb in [
+        &["tap", "--", "5", "-5"][..],
+        &["tap", "1080", "10"],
+        &["long-press", "10", "99999"],
+        &["swipe", "--", "10", "10", "-1", "10"],
+    ] {
+        let out = run_act(&sim, verb, "");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{verb:?}: {stderr}");
+        assert!(stderr.contains("outside the 1080x2280 screen"), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(sim.screens(), before, "nothing was touched");
+}
+
+#[test]
+fn a_launch_from_the_launcher_navigated_away_and_a_tap_on_nothing_did_not() {
+    let sim = SimProc::notes(&[]);
+    assert!(run_act(&sim, &["home"], "").status.success());
+    let launch = run_act(&sim, &["launch", NOTES_PACKAGE], "");
+    let result: Value = serde_json::from_slice(&launch.stdout).unwrap();
+    assert_eq!(result["navigated_away"], true, "{result}");
+    // A tap on the empty middle of the start screen changes nothing.
+    let tap = run_act(&sim, &["tap", "540", "1500"], "");
+    let result: Value = serde_json::from_slice(&tap.stdout).unwrap();
+    assert_eq!(result["navigated_away"], false, "{result}");
+}
+
+#[test]
 fn a_relaunch_decided_by_droid_decide_restarts_the_app_through_droid_act() {
     // Into the new-note dialog, then out to the launcher: the heuristic backs out once, then
     // relaunches, and the app starts again from its first screen, not from the dialog.

@@ -19,6 +19,8 @@ fn config(port: u16) -> ServerConfig {
         port,
         timeout: Duration::from_secs(5),
         start_server: false,
+        // A scripted server answers its script once: nothing would come back.
+        wait_for_device: Duration::ZERO,
     }
 }
 
@@ -52,13 +54,28 @@ fn real_server_started_on_demand_answers_version_and_no_devices() {
     // Nothing listens yet: the client runs `adb -P PORT start-server` once and retries.
     assert_eq!(server.version().unwrap(), 41);
     assert!(server.devices().unwrap().is_empty());
-    assert!(matches!(server.select(None), Err(AdbError::NoDevice)));
+    let none = server.select(None).unwrap_err();
+    assert!(matches!(none, AdbError::NoDevice { .. }));
+    // Nothing listened on the port: droid says it started the server and the port may be wrong.
+    let told = none.to_string();
+    assert!(
+        told.contains(&format!("droid just started at 127.0.0.1:{port}"))
+            && told.contains("--adb-port"),
+        "{told}"
+    );
     assert!(matches!(
         server.select(Some("emulator-5554")),
         Err(AdbError::DeviceNotFound { .. })
     ));
-    let err = AdbClient::connect(config(port), None).unwrap_err();
-    assert!(err.to_string().contains("no device"), "{err}");
+    let err = AdbClient::connect(config(port), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "no device attached to the ADB server at 127.0.0.1:{port}"
+        )),
+        "{err}"
+    );
 }
 
 #[test]

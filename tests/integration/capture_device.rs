@@ -125,3 +125,32 @@ fn an_unreachable_server_is_a_clear_error_and_exit_one() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_device_that_blinks_is_waited_for_and_every_capture_succeeds() {
+    // Every 5 device commands the device vanishes for 0.3 s; one capture needs about seven.
+    let sim = SimProc::notes(&["--fault", "disconnect-after:5:0.3"]);
+    let observations = capture(&sim, &["--count", "4"]);
+    assert_eq!(observations.len(), 4);
+    assert!(observations.iter().all(|o| o["package"] == NOTES_PACKAGE));
+}
+
+#[test]
+fn a_device_that_stays_away_fails_after_the_wait_with_a_clear_error() {
+    let sim = SimProc::notes(&["--fault", "disconnect-after:3:60"]);
+    let out = droid("droid-capture")
+        .args(sim.flags())
+        .args(["--wait-for-device", "0.5", "--count", "3", "--out"])
+        .arg(sim.dir.path().join("shots"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "device {} did not come back within 0.5s",
+            sim.serial
+        )),
+        "{stderr}"
+    );
+}

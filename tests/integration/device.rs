@@ -256,6 +256,8 @@ fn a_disconnecting_device_gives_a_clear_error_not_a_hang() {
     let device = AdbDevice::connect(DeviceConfig {
         server: ServerConfig {
             timeout: Duration::from_secs(3),
+            // Not waiting for the device to come back shows each failure as it is.
+            wait_for_device: Duration::ZERO,
             ..sim.device_config().server
         },
         ..sim.device_config()

@@ -461,3 +461,45 @@ fn a_closed_stdout_is_a_normal_end() {
     );
     assert!(out.stderr.is_empty());
 }
+
+#[test]
+fn over_deep_dumps_are_refused_by_every_entry_point_and_the_filter_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // Far past the depth at which the XML parser's recursion overflowed the stack (~13,000).
+    let deep = dir.path().join("deep.xml");
+    let levels = 50_000;
+    std::fs::write(
+        &deep,
+        format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(levels),
+            "</node>".repeat(levels)
+        ),
+    )
+    .unwrap();
+    let deep = deep.to_str().unwrap();
+    assert_one_line_failure(&hash(&["--xml", deep]), "nested deeper than");
+    let capture = droid("droid-capture")
+        .args(["--from-xml", deep])
+        .output()
+        .unwrap();
+    assert_one_line_failure(&capture, "nested deeper than");
+    let good = uidump("22_login_form_password.xml");
+    let lines: String = [deep, good.to_str().unwrap()]
+        .iter()
+        .map(|path| {
+            let event = serde_json::json!({"type": "observation", "v": 1, "xml_path": path});
+            format!("{event}\n")
+        })
+        .collect();
+    let out = hash_stdin(&lines);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 1: no layout hash") && stderr.contains("deeper"),
+        "{stderr}"
+    );
+    let seen = observations(&out.stdout);
+    assert_eq!(seen.len(), 2, "{stderr}");
+    assert!(seen[0].hash.as_ref().unwrap().layout_hash.is_none());
+    assert!(seen[1].hash.as_ref().unwrap().layout_hash.is_some());
+}

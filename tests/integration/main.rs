@@ -15,6 +15,7 @@ mod device;
 mod events;
 #[path = "../support/explore.rs"]
 mod explore;
+mod fuzz;
 mod hash;
 mod one_graph;
 mod record;

@@ -551,7 +551,9 @@ fn kill_9_mid_ingest_leaves_whole_steps_and_cleanup_marks_the_run_error() {
 
     let runs = record(&db, &["runs", "--json"]);
     assert!(String::from_utf8_lossy(&runs.stdout).contains("\"status\":\"RUNNING\""));
-    let cleanup = record(&db, &["cleanup"]);
+    // The writer is gone, but the run was recorded moments ago: not stale yet.
+    assert!(stdout_lines(&record(&db, &["cleanup"])).is_empty());
+    let cleanup = record(&db, &["cleanup", "--idle", "0"]);
     assert!(
         cleanup.status.success(),
         "{}",
@@ -564,7 +566,7 @@ fn kill_9_mid_ingest_leaves_whole_steps_and_cleanup_marks_the_run_error() {
     assert!(run.end.is_some(), "the cleanup time is the run's end");
     assert_eq!(run.steps, 299);
     // A second cleanup finds nothing to do.
-    assert!(stdout_lines(&record(&db, &["cleanup"])).is_empty());
+    assert!(stdout_lines(&record(&db, &["cleanup", "--idle", "0"])).is_empty());
 }
 
 #[test]
@@ -609,6 +611,7 @@ fn runs_lists_and_delete_removes_the_run_and_its_session_folder() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let session = dir.path().join("output_data/emulator-5554_notes_0101_1000");
+    droid::session::create_session_dir(&session, "drop").unwrap();
     std::fs::create_dir_all(session.join("screenshots")).unwrap();
     let crawl = NotesCrawl::load();
     let mut first = crawl.lines(Some("keep"), 5);
@@ -650,6 +653,109 @@ fn runs_lists_and_delete_removes_the_run_and_its_session_folder() {
         keep_before
     );
     assert_eq!(record(&db, &["delete", "drop"]).status.code(), Some(1));
+}
+
+#[test]
+fn delete_removes_only_what_droid_wrote_for_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    // A run whose run_started names a folder droid never created: the folder stays.
+    let victim = dir.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("thesis.txt"), "years of work").unwrap();
+    let mut lines = NotesCrawl::load().lines(Some("hostile"), 2);
+    let mut started: Value = serde_json::from_str(&lines[0]).unwrap();
+    started["session_dir"] = Value::from(victim.to_str().unwrap());
+    lines[0] = started.to_string();
+    // A session folder droid made, but for another run.
+    let foreign = dir.path().join("foreign");
+    droid::session::create_session_dir(&foreign, "someone-else").unwrap();
+    let mut other = NotesCrawl::load().lines(Some("borrower"), 2);
+    let mut started: Value = serde_json::from_str(&other[0]).unwrap();
+    started["session_dir"] = Value::from(foreign.to_str().unwrap());
+    other[0] = started.to_string();
+    lines.append(&mut other);
+    assert!(feed(&db, &lines, &[]).status.success());
+
+    for (run, kept) in [("hostile", &victim), ("borrower", &foreign)] {
+        let out = record(&db, &["delete", run]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("left {} in place", kept.display()))
+                && stderr.contains(".droid-session"),
+            "{stderr}"
+        );
+        assert!(kept.exists());
+    }
+    assert!(victim.join("thesis.txt").exists());
+    assert!(count(&db, "SELECT COUNT(*) FROM runs") == 0);
+
+    // Run ids that could name a path are refused on the command line and in events.
+    for bad in ["../../etc", "a/b", ""] {
+        let out = record(&db, &["delete", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("run_id"));
+    }
+    let line = r#"{"type":"run_started","v":1,"run_id":"../../etc","session_dir":"/"}"#;
+    let out = feed(&db, &[line.to_string()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM runs"), 0);
+}
+
+#[test]
+fn deleting_a_hand_made_run_removes_the_captures_droid_wrote_and_nothing_else() {
+    let sim = crate::device::SimProc::notes(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let shots = dir.path().join("shots");
+    let captured = droid("droid-capture")
+        .args(sim.flags())
+        .arg("--out")
+        .arg(&shots)
+        .output()
+        .unwrap();
+    assert!(
+        captured.status.success(),
+        "{}",
+        String::from_utf8_lossy(&captured.stderr)
+    );
+    // Beside it, an offline observation of a fixture dump: the fixture is not droid's to delete.
+    let fixture = fixtures().join("uidump/22_login_form_password.xml");
+    let offline = droid("droid-capture")
+        .args(["--from-xml", fixture.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let mut lines = stdout_lines(&captured);
+    let mut offline_line: Value = serde_json::from_slice(&offline.stdout).unwrap();
+    let device: Value = serde_json::from_str(&lines[0]).unwrap();
+    offline_line["device"] = device["device"].clone();
+    offline_line["package"] = device["package"].clone();
+    lines.push(offline_line.to_string());
+    let out = feed(&db, &lines, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_str(&stdout_lines(&out)[0]).unwrap();
+    let run = run["run_id"].as_str().unwrap();
+    let files: Vec<_> = ["screenshot_path", "xml_path"]
+        .iter()
+        .map(|field| std::path::PathBuf::from(device[field].as_str().unwrap()))
+        .collect();
+    assert!(files.iter().all(|f| f.exists()));
+
+    let out = record(&db, &["delete", run]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("and 2 capture files"), "{stderr}");
+    assert!(files.iter().all(|f| !f.exists()), "{stderr}");
+    assert!(fixture.exists());
+    assert!(
+        stderr.contains(&format!("left {} in place", fixture.display())),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -749,4 +855,134 @@ fn a_stored_secret_is_nowhere_in_clear_in_user_config_db() {
         assert!(!bytes.windows(12).any(|w| w == b"CANARY-7f3a9"));
     }
     assert!(scanned >= 1);
+}
+
+#[test]
+fn the_runs_table_clips_long_cells_instead_of_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let long = "p".repeat(70_000);
+    let line = serde_json::json!({"type": "run_started", "v": 1, "run_id": "long",
+        "package": long, "device": format!("\u{1b}[31m{long}")});
+    assert!(feed(&db, &[line.to_string()], &[]).status.success());
+    let out = record(&db, &["runs"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = table.lines().nth(1).unwrap();
+    assert!(row.starts_with("long") && row.contains('…'), "{row}");
+    assert!(row.chars().count() < 300, "{row}");
+    assert!(
+        !row.contains('\u{1b}'),
+        "control characters never reach the terminal"
+    );
+    let json = record(&db, &["runs", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&json.stdout).contains(&long),
+        "--json keeps values whole"
+    );
+}
+
+#[test]
+fn subcommands_on_a_missing_database_say_so_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("typo.db");
+    for args in [
+        vec!["runs"],
+        vec!["runs", "--json"],
+        vec!["export", "r"],
+        vec!["rebuild"],
+        vec!["delete", "r"],
+        vec!["cleanup"],
+    ] {
+        let out = record(&db, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("no database there"), "{stderr}");
+        assert!(out.stdout.is_empty());
+        assert!(!db.exists(), "{args:?} created {}", db.display());
+    }
+}
+
+#[test]
+fn config_set_with_nothing_on_stdin_refuses_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("user_config.db");
+    for extra in [vec![], vec!["--secret"]] {
+        let out = droid("droid-record")
+            .args([
+                "config",
+                "--config-db",
+                config.to_str().unwrap(),
+                "set",
+                "gemini_api_key",
+            ])
+            .args(&extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("no value on standard input"), "{stderr}");
+    }
+    let get = droid("droid-record")
+        .args([
+            "config",
+            "--config-db",
+            config.to_str().unwrap(),
+            "get",
+            "gemini_api_key",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(get.status.code(), Some(1), "nothing was stored");
+}
+
+#[test]
+fn cleanup_spares_a_hand_made_pipe_between_steps_and_a_late_step_keeps_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let mut lines = NotesCrawl::load().lines(Some("by-hand"), 4);
+    lines.retain(|l| !l.contains("\"run_ended\""));
+    // Steps 1 and 2, each through its own droid-record as a shell loop does: between them no
+    // writer is alive.
+    let step_of = |line: &String| {
+        serde_json::from_str::<Value>(line).unwrap()["step"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let first: Vec<String> = lines.iter().filter(|l| step_of(l) <= 1).cloned().collect();
+    assert!(feed(&db, &first, &[]).status.success());
+    assert!(
+        stdout_lines(&record(&db, &["cleanup"])).is_empty(),
+        "a run recorded moments ago is not stale, writer or not"
+    );
+    assert_eq!(
+        Store::open(&db).unwrap().runs().unwrap()[0].status,
+        "RUNNING"
+    );
+
+    // Once it is stale, cleanup ends it; a step arriving later is recorded, the run stays ended.
+    assert_eq!(
+        stdout_lines(&record(&db, &["cleanup", "--idle", "0"])),
+        ["by-hand"]
+    );
+    let ended = Store::open(&db).unwrap().runs().unwrap()[0].clone();
+    let second: Vec<String> = lines.iter().filter(|l| step_of(l) == 2).cloned().collect();
+    let out = feed(&db, &second, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("recorded for runs that had already ended"),
+        "{stderr}"
+    );
+    let after = Store::open(&db).unwrap().runs().unwrap()[0].clone();
+    assert_eq!((after.status.as_str(), &after.end), ("ERROR", &ended.end));
+    assert_eq!(after.steps, 2, "the late step is kept");
+    // Feeding the same step again adds nothing and warns of nothing.
+    let again = feed(&db, &second, &[]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("already ended"));
 }

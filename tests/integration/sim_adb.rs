@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use crate::common::{droid, fixtures};
 
 /// `adb` when it is installed; `None` (after a notice) when these tests may skip.
-fn adb_binary() -> Option<&'static str> {
+pub fn adb_binary() -> Option<&'static str> {
     let found = Command::new("adb")
         .arg("version")
         .stdout(Stdio::null())
