@@ -71,7 +71,11 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
-    #[error("no database there (droid-record creates one when it records events; check --db or DROID_DB)")]
+    #[error(
+        "{}: no database there (droid-record creates one when it records events; check --db or \
+         DROID_DB)",
+        .0.display()
+    )]
     NoDatabase(PathBuf),
     #[error("no run {0:?} in the database")]
     NoRun(String),

@@ -12,6 +12,7 @@ mod decide_heuristic;
 mod decide_openai_compat;
 mod decide_providers;
 mod device;
+mod errors;
 mod events;
 #[path = "../support/explore.rs"]
 mod explore;

@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
-use crate::common::droid;
+use crate::common::{droid, feed};
 
 /// Lines no stage consumes: an unknown type (odd spacing kept), a note, a run_ended.
 const PASS_THROUGH: &str = concat!(
@@ -21,6 +21,8 @@ fn stages(dir: &std::path::Path) -> Vec<(&'static str, Vec<String>)> {
     let db = dir.join("contract.db").display().to_string();
     vec![
         ("droid-hash", vec![]),
+        // No observation in these streams: the heuristic decides nothing.
+        ("droid-decide", vec![]),
         // No decision in these streams, so droid-act never needs a device.
         ("droid-act", vec![]),
         ("droid-record", vec!["--db".into(), db]),
@@ -28,20 +30,7 @@ fn stages(dir: &std::path::Path) -> Vec<(&'static str, Vec<String>)> {
 }
 
 fn run(bin: &str, args: &[String], input: &str) -> (i32, String, String) {
-    let mut child = droid(bin)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{bin}: {e}"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = feed(droid(bin).args(args), input);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -84,6 +73,30 @@ fn bad_lines_are_named_and_the_rest_is_processed() {
             "{bin} stopped at the bad line"
         );
         assert!(!stderr.contains("panicked"), "{bin} panicked: {stderr}");
+    }
+}
+
+#[test]
+fn a_decision_of_no_action_or_too_many_is_a_bad_line_never_carried_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let click = r#"{"action":"click","point":[1,1]}"#;
+    let decision = |n: usize| {
+        let actions = vec![click; n].join(",");
+        format!("{{\"type\":\"decision\",\"v\":1,\"run_id\":\"r1\",\"actions\":[{actions}]}}\n")
+    };
+    for n in [0, 13, 1000] {
+        let input = format!("{}{PASS_THROUGH}", decision(n));
+        for (bin, args) in stages(dir.path()) {
+            let (code, stdout, stderr) = run(bin, &args, &input);
+            assert_eq!(code, 1, "{bin}, {n} actions: {stderr}");
+            assert!(
+                stderr.contains(&format!("line 1: decision: {n} actions")),
+                "{bin}: {stderr}"
+            );
+            // Skipped: neither passed on, executed (no result, no device asked) nor recorded.
+            assert!(!stdout.contains("\"decision\""), "{bin}: {stdout}");
+            assert!(!stdout.contains("\"result\""), "{bin}: {stdout}");
+        }
     }
 }
 
