@@ -793,6 +793,7 @@ fn decide_db() {
                 seed: 1,
                 prompt: PromptSettings::default(),
                 history: from_store::history(&db, "bench").expect("history"),
+                fall_back_when_unreachable: false,
             };
             let mut stage = decide::Stage::new(config).expect("stage");
             let outcome = droid::filter::run(

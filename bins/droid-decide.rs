@@ -120,6 +120,16 @@ struct Args {
     /// Longest retry sleep in milliseconds; a server asking for a longer wait is not retried.
     #[arg(long, global = true, default_value_t = 60_000)]
     retry_max_ms: u64,
+    /// When the model is never reached (no HTTP answer at all: a server that is down, a
+    /// mistyped --base-url): stop the stage, or let the heuristic decide every step.
+    #[arg(long, value_enum, default_value = "stop")]
+    on_unreachable: Unreachable,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Unreachable {
+    Stop,
+    Fallback,
 }
 
 #[derive(Subcommand)]
@@ -236,6 +246,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => Vec::new(),
     };
     let config = Config {
+        fall_back_when_unreachable: args.on_unreachable == Unreachable::Fallback,
         history,
         decider,
         seed: args.seed,
@@ -252,8 +263,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             )?,
         },
     };
-    let mut stage = decide::Stage::new(config)?;
-    common::filter("droid-decide", &mut stage, false)
+    match decide::Stage::new(config) {
+        Ok(mut stage) => common::filter("droid-decide", &mut stage, false),
+        // The model cannot be used at all: the stream still passes, with a note saying why.
+        Err(error @ decide::Error::Provider(_)) => {
+            common::filter("droid-decide", &mut decide::Unstarted::new(error), false)
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 fn main() -> ExitCode {

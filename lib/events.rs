@@ -529,6 +529,11 @@ impl Decision {
     /// Most actions one decision holds.
     pub const MAX_ACTIONS: usize = 12;
 
+    /// Whether the heuristic made this decision because the model failed (see `ai`).
+    pub fn is_fallback(&self) -> bool {
+        self.decider.as_deref() == Some("heuristic") && self.ai.is_some()
+    }
+
     /// A decision to take `actions`, with nothing else set.
     pub fn new(actions: Vec<Action>) -> Decision {
         Decision {

@@ -160,6 +160,21 @@ impl<'a> Output<'a> {
     }
 }
 
+/// An error with its causes, as people read it: `what: why: deeper why`.
+pub struct Chain<'e>(pub &'e (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(error) = cause {
+            write!(f, ": {error}")?;
+            cause = error.source();
+        }
+        Ok(())
+    }
+}
+
 /// Most lines read ahead of the one being handled.
 const AHEAD_LINES: usize = 64;
 /// Most bytes of lines read ahead of the one being handled.

@@ -90,6 +90,9 @@ pub struct Config {
     pub prompt: PromptSettings,
     /// Events of the run so far (from [`from_store::history`]), learned before the first line.
     pub history: Vec<Event>,
+    /// Let the heuristic decide when the model was never reached (a server that is down, a
+    /// mistyped `--base-url`), instead of stopping the stage.
+    pub fall_back_when_unreachable: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +108,13 @@ pub enum Error {
         #[source]
         source: ProviderError,
     },
+    /// The model did not answer once (no HTTP answer at all): a crawl that never asks its model
+    /// would mislead.
+    #[error(
+        "the model was never reached (is the server up, is --base-url right? \
+         --on-unreachable fallback lets the heuristic decide instead)"
+    )]
+    Unreachable(#[source] ProviderError),
     #[error("reading --system-prompt {}", path.display())]
     SystemPromptUnreadable {
         path: PathBuf,
@@ -198,6 +208,63 @@ impl crate::filter::Filter for Stage {
     }
 }
 
+/// A decide stage that could not start (no key, an unusable one): it passes every line through,
+/// writes the `note` of kind `error` saying why after the first (or at the end of an empty
+/// input), and fails the run (exit 1), so a pipe still carries the stream and says what went
+/// wrong.
+pub struct Unstarted {
+    error: Error,
+    run_id: Option<String>,
+    noted: bool,
+}
+
+impl Unstarted {
+    pub fn new(error: Error) -> Unstarted {
+        Unstarted {
+            error,
+            run_id: None,
+            noted: false,
+        }
+    }
+
+    fn note(&mut self, out: &mut Output<'_>, observation: Option<&Observation>) {
+        if std::mem::replace(&mut self.noted, true) {
+            return;
+        }
+        let note = Note {
+            run_id: observation
+                .and_then(|o| o.run_id.clone())
+                .or_else(|| self.run_id.clone()),
+            step: observation.and_then(|o| o.step),
+            ts: Some(now_ts()),
+            kind: NoteKind::Error,
+            message: Some(crate::filter::Chain(&self.error).to_string()),
+            ..Note::default()
+        };
+        out.event(&Event::Note(note));
+    }
+}
+
+impl crate::filter::Filter for Unstarted {
+    type Error = std::convert::Infallible;
+
+    fn line(&mut self, line: Line, out: &mut Output<'_>) -> Result<(), Self::Error> {
+        out.pass(&line);
+        match &line.event {
+            Some(Event::RunStarted(started)) => self.run_id = Some(started.run_id.clone()),
+            Some(Event::Observation(observation)) => self.note(out, Some(observation)),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Output<'_>) -> Result<(), Self::Error> {
+        self.note(out, None);
+        out.problem(&crate::filter::Chain(&self.error));
+        Ok(())
+    }
+}
+
 /// The stage stops: the error, and the events written before it (a `note` of kind `error`
 /// with the failed call's `ai` metadata).
 #[derive(Debug)]
@@ -252,6 +319,9 @@ pub struct Stage {
     /// The recorded run's last observation, which no decision followed: taken in before the
     /// next observation unless that is the same step (the observation given again).
     undecided: Option<Observation>,
+    /// The model answered at least once (any HTTP answer), in this run.
+    reached: bool,
+    fall_back_when_unreachable: bool,
 }
 
 /// Who decided a step: the name written into a decision made by the heuristic, on its own or
@@ -289,6 +359,8 @@ impl Stage {
             last: None,
             refusals: Refusals::default(),
             undecided: None,
+            reached: false,
+            fall_back_when_unreachable: config.fall_back_when_unreachable,
         };
         stage.resume(&history);
         Ok(stage)
@@ -358,6 +430,7 @@ impl Stage {
     /// What a model call tells the stage about the next: an answer that could not be used asks
     /// for one action next time, a used one ends that; refusals in a row are counted.
     fn settle_model(&mut self, ai: &AiMeta, invalid_answer: bool) {
+        self.reached |= answered(ai);
         match (invalid_answer, &ai.error) {
             (true, _) => self.single_action = true,
             (false, None) => self.single_action = false,
@@ -524,9 +597,12 @@ impl Stage {
             Ok(generation) => generation,
             Err(error) => {
                 meta.error = Some(error.to_string());
+                self.reached |= answered(&meta);
                 let refused = self.refusals.count(&meta);
+                let unreachable = !self.reached && !self.fall_back_when_unreachable;
                 let stop = match error.is_fatal() {
                     true => Some(Error::Provider(error.clone())),
+                    false if unreachable => Some(Error::Unreachable(error.clone())),
                     false => (refused >= REFUSALS_BEFORE_STOP).then(|| Error::Repeated {
                         steps: refused,
                         source: error.clone(),
@@ -548,6 +624,7 @@ impl Stage {
             }
         };
         self.refusals = Refusals::default();
+        self.reached = true;
         meta.model = Some(generation.model.clone());
         meta.tokens_in = generation.tokens_in;
         meta.tokens_out = generation.tokens_out;
@@ -619,6 +696,11 @@ impl Stage {
             extra: Default::default(),
         })
     }
+}
+
+/// Whether a model call got any HTTP answer (the server is there, whatever it said).
+fn answered(ai: &AiMeta) -> bool {
+    ai.error.is_none() || ai.attempts.iter().any(|a| a.http_status.is_some())
 }
 
 /// A stuck flag an upstream stage put on the observation (`is_stuck`, `stuck_reason`).

@@ -918,9 +918,17 @@ mod tests {
             let actions = (0..n)
                 .map(|_| crate::events::Action::new(crate::events::ActionType::Click))
                 .collect();
+            // Every third step, the heuristic decided because the model failed.
+            let fallback = step % 3 == 0;
             events.push(Event::Decision(Decision {
                 run_id: Some("r".into()),
                 step: Some(step),
+                decider: Some(if fallback { "heuristic" } else { "gemini" }.into()),
+                ai: fallback.then(|| AiMeta {
+                    provider: "gemini".into(),
+                    error: Some("timed out".into()),
+                    ..AiMeta::default()
+                }),
                 ..Decision::new(actions)
             }));
             for index in 0..n {
@@ -1014,7 +1022,8 @@ mod tests {
             table(
                 store,
                 "SELECT multi_action_batch_count, single_action_count, total_batch_actions,
-                 avg_batch_size, max_batch_size, invalid_bbox_count FROM run_stats",
+                 avg_batch_size, max_batch_size, invalid_bbox_count, heuristic_fallback_count
+                 FROM run_stats",
             )
         };
         use rusqlite::types::Value::{Integer, Real};
@@ -1026,6 +1035,7 @@ mod tests {
             Real(13.0 / 9.0),
             Integer(3),
             Integer(4),
+            Integer(3),
         ]];
         assert_eq!(stats(&store), expected);
         let row = table(&store, "SELECT * FROM run_stats");

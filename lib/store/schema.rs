@@ -1,15 +1,24 @@
 //! The crawler.db schema as ordered migrations.
 //!
-//! Migration 1 is seed 000's schema exactly (mobile_crawler's crawler.db: `runs`, `screens`,
-//! `step_logs`, `transitions`, `run_stats`, `ai_interactions` and their indexes). Migration 2 adds
-//! the event log and what droid needs to know about runs and screens. Migration 3 adds seed 002's
-//! graph tables, keyed by deterministic ids. Migration 4 indexes event times per run, so
-//! `run_stats`' duration does not read every event's JSON to reach its `ts`. Migration 5 adds
-//! `crashes`, the crash and ANR notes the reports group by signature. A database is never
-//! downgraded: one with a newer version than [`LATEST`] is refused.
+//! Migration 1 is the reference crawler's schema exactly (`../shared/reference/product-spec.md`:
+//! `runs`, `screens`, `step_logs`, `transitions`, `run_stats`, `ai_interactions` and their
+//! indexes). Migration 2 adds the event log and what droid needs to know about runs and screens.
+//! Migration 3 adds the reference graph service's tables (`../shared/reference/graph-projection.md`),
+//! keyed by deterministic ids. Migration 4 indexes event times per run, so `run_stats`' duration
+//! does not read every event's JSON to reach its `ts`. Migration 5 adds `crashes`, the crash and
+//! ANR notes the reports group by signature. Migration 6 counts the decisions the heuristic made
+//! because a model failed. A database is never downgraded: one with a newer version than
+//! [`LATEST`] is refused.
 
 /// Migrations in order; migration `i` brings the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[SEED_SCHEMA, EVENT_LOG, GRAPH, EVENT_TIMES, CRASHES];
+pub(crate) const MIGRATIONS: &[&str] = &[
+    SEED_SCHEMA,
+    EVENT_LOG,
+    GRAPH,
+    EVENT_TIMES,
+    CRASHES,
+    FALLBACKS,
+];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -269,6 +278,12 @@ CREATE TABLE crashes (
     UNIQUE(run_id, source_run_seq)
 );
 CREATE INDEX idx_crashes_run ON crashes(run_id, kind, signature);
+"#;
+
+// Decisions the heuristic made because the model failed (a crawl that never reached its model
+// must not look like one that did).
+const FALLBACKS: &str = r#"
+ALTER TABLE run_stats ADD COLUMN heuristic_fallback_count INTEGER DEFAULT 0;
 "#;
 
 /// Tables derived from `run_events`; `rebuild` empties them (children first) and re-projects.

@@ -23,6 +23,8 @@ pub(crate) struct Tally {
     multi_actions: i64,
     max_batch: i64,
     invalid_bbox: i64,
+    /// Decisions the heuristic made because the model failed.
+    fallbacks: i64,
 }
 
 impl Tally {
@@ -36,6 +38,7 @@ impl Tally {
             self.multi_actions += n;
         }
         self.max_batch = self.max_batch.max(n);
+        self.fallbacks += i64::from(d.is_fallback());
     }
 
     pub fn result(&mut self, r: &ActionResult) {
@@ -43,8 +46,8 @@ impl Tally {
         self.invalid_bbox += i64::from(r.error_kind == Some(ErrorKind::InvalidBbox));
     }
 
-    /// The batching and invalid-bbox fields, in the order [`counted`] gives them.
-    fn fields(&self) -> [Sql; 6] {
+    /// The batching, invalid-bbox and fallback fields, in the order [`counted`] gives them.
+    fn fields(&self) -> [Sql; 7] {
         let average = match self.decisions {
             0 => Sql::Null,
             n => Sql::Real(self.actions as f64 / n as f64),
@@ -56,6 +59,7 @@ impl Tally {
             average,
             self.max_batch.into(),
             self.invalid_bbox.into(),
+            self.fallbacks.into(),
         ]
     }
 }
@@ -174,6 +178,7 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         "avg_batch_size",
         "max_batch_size",
         "invalid_bbox_count",
+        "heuristic_fallback_count",
     ]
     .into_iter()
     .zip(counted(conn, run_id, tally)?)
@@ -296,7 +301,7 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
 /// The batching fields and the invalid-bbox count: from `tally` when it counted as many
 /// decisions and results as the log holds (a count the type index answers without reading
 /// the events), else from every decision's and result's JSON.
-fn counted(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<[Sql; 6]> {
+fn counted(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<[Sql; 7]> {
     if let Some(tally) = tally {
         let logged: (i64, i64) = conn
             .prepare_cached(
@@ -313,9 +318,12 @@ fn counted(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<[Sql
         "SELECT COALESCE(SUM(n > 1), 0), COALESCE(SUM(n = 1), 0),
            COALESCE(SUM(CASE WHEN n > 1 THEN n ELSE 0 END), 0), AVG(n), COALESCE(MAX(n), 0),
            (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'result'
-              AND json_extract(json, '$.error_kind') = 'invalid_bbox')
-         FROM (SELECT json_array_length(json, '$.actions') n FROM run_events
-               WHERE run_id = ?1 AND type = 'decision')",
+              AND json_extract(json, '$.error_kind') = 'invalid_bbox'),
+           COALESCE(SUM(fallback), 0)
+         FROM (SELECT json_array_length(json, '$.actions') n,
+                 json_extract(json, '$.decider') = 'heuristic'
+                   AND json_extract(json, '$.ai') IS NOT NULL fallback
+               FROM run_events WHERE run_id = ?1 AND type = 'decision')",
         [run_id],
         |r| {
             Ok([
@@ -325,6 +333,7 @@ fn counted(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<[Sql
                 r.get(3)?,
                 r.get(4)?,
                 r.get(5)?,
+                r.get(6)?,
             ])
         },
     )

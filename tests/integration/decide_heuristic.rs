@@ -369,6 +369,7 @@ fn heuristic_stage(history: Vec<Event>, input: &str) -> (droid::filter::Outcome,
         seed: 0,
         prompt: decide::prompt::PromptSettings::default(),
         history,
+        fall_back_when_unreachable: false,
     };
     let mut output = Vec::new();
     let mut stage = decide::Stage::new(config).unwrap();

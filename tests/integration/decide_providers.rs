@@ -904,7 +904,9 @@ fn server_errors_and_timeouts_are_retried_twice() {
         delay: Duration::from_millis(1500),
         ..reply(200, &json!({}))
     });
-    let mut child_args = vec!["--timeout", "0.2"];
+    // A server that never answers in time was never reached: without the fallback asked
+    // for, the stage would stop.
+    let mut child_args = vec!["--timeout", "0.2", "--on-unreachable", "fallback"];
     child_args.push("--text-only");
     let output = decide_steps("openai", &slow.base, 1, &child_args);
     assert!(output.status.success());
@@ -1596,4 +1598,74 @@ fn text_a_model_asks_to_type_reaches_the_decision_as_it_was_written() {
         (action["input_text"].as_str(), action["ref"].as_u64()),
         (Some(hostile), Some(1))
     );
+}
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_model_never_reached_stops_the_stage_unless_told_to_fall_back() {
+    let base = format!("http://127.0.0.1:{}", closed_port());
+    let dir = tempfile::tempdir().unwrap();
+    let lines = vec![observation(dir.path()); 2];
+    let stopped = decide("ollama", &base, &lines, &[]);
+    assert_eq!(stopped.status.code(), Some(1), "{stopped:?}");
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(stderr.contains("the model was never reached"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&stopped.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(of_type(&events, "decision").is_empty(), "{stdout}");
+    assert_eq!(error_note(&events)["data"]["ai"]["provider"], "ollama");
+
+    // Told to fall back, every step says the heuristic decided it, and why.
+    let fell_back = decide("ollama", &base, &lines, &["--on-unreachable", "fallback"]);
+    assert!(fell_back.status.success(), "{fell_back:?}");
+    let stdout = String::from_utf8_lossy(&fell_back.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decisions = of_type(&events, "decision");
+    assert_eq!(decisions.len(), 2);
+    for decision in decisions {
+        assert_eq!(decision["decider"], "heuristic");
+        assert_eq!(decision["ai"]["provider"], "ollama");
+        assert!(decision["ai"]["error"].as_str().is_some());
+    }
+    let warnings = of_type(&events, "note")
+        .into_iter()
+        .filter(|n| n["kind"] == "warning")
+        .count();
+    assert_eq!(warnings, 2, "one note per fallback");
+}
+
+#[test]
+fn a_missing_key_passes_the_stream_through_with_a_note_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = observation(dir.path());
+    let output = crate::common::feed(
+        droid("droid-decide").args(["--decider", "gemini"]),
+        &format!("{line}\n"),
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], line, "the input passes through");
+    let note: Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(
+        (note["type"].as_str(), note["kind"].as_str()),
+        (Some("note"), Some("error"))
+    );
+    assert_eq!(note["run_id"], "r1");
+    assert!(
+        note["message"].as_str().unwrap().contains("GEMINI_API_KEY"),
+        "{note}"
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("GEMINI_API_KEY"));
 }

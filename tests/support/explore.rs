@@ -90,6 +90,7 @@ pub fn stage_for(
             ..PromptSettings::default()
         },
         history,
+        fall_back_when_unreachable: false,
     })
     .unwrap()
 }

@@ -263,7 +263,10 @@ pub fn connect(config: ProviderConfig) -> Result<Box<dyn ModelAdapter>, Provider
 #[non_exhaustive]
 pub enum ProviderError {
     #[error(
-        "{provider}: no API key (set it with --api-key or the provider's environment variable)"
+        "{provider}: no API key: set {} (or --api-key, or store it with `droid-record config set \
+         {} --secret`)",
+        .provider.key_setting().to_ascii_uppercase(),
+        .provider.key_setting()
     )]
     MissingKey { provider: ProviderKind },
     #[error(
