@@ -1,8 +1,9 @@
 //! The act stage: executes `decision` events on a device and writes one `result` per action.
 //!
-//! Targets resolve through the observation that preceded the decision in the stream: a `ref`
-//! names one of its elements; a bounding box's centre snaps to the smallest enabled actionable
-//! element containing it (origin `xml`), else the raw centre is tapped (origin `llm`). An invalid
+//! Targets resolve through the observation that preceded the decision in the stream, by the
+//! screen model's rules ([`crate::screen`]): a `ref` names one of its elements; a bounding box
+//! snaps to the actionable element it overlaps best, else the smallest one under its centre
+//! (origin `xml`), else the raw centre is tapped (origin `llm`). An invalid
 //! target (box outside the screen, inverted, missing where one is needed, unknown ref) fails that
 //! action with `invalid_bbox` and the batch goes on; any other failure aborts the batch and the
 //! remaining actions get `skipped` results. See `docs/act.md`.

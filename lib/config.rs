@@ -1,7 +1,7 @@
 //! user_config.db and the one settings resolver of the toolkit.
 //!
 //! Settings (`user_config`: key, value, value_type, updated_at) and secrets (`secrets`: key,
-//! encrypted_value, updated_at) follow seed 000's user_config.db. Secrets are encrypted at rest
+//! encrypted_value, updated_at) follow the reference crawler's user_config.db. Secrets are encrypted at rest
 //! with AES-256-GCM; the key is derived with PBKDF2-HMAC-SHA256 ([`KDF_ITERATIONS`] rounds, a
 //! random salt kept in the database) from a machine-bound id (`/etc/machine-id`, else host name
 //! and user), so a copied database is useless elsewhere. Each ciphertext is bound to its key

@@ -1,5 +1,6 @@
-//! Screen identity: layout hash, structure hash, perceptual hash, screen key; and the droid-hash
-//! filter stage that adds them to observations.
+//! Hashes of what a screen shows: layout hash, structure hash, perceptual hash, screen key; and
+//! the droid-hash filter stage that adds them to observations. Which screen an observation shows
+//! is not decided here but by the screen model ([`crate::screen::ScreenKey`]).
 //!
 //! - **Layout hash**: sha256 over the normalised hierarchy. Every `<node>` in document order
 //!   contributes its depth and its attributes sorted by name, minus the volatile ones: `focused`,
@@ -15,8 +16,7 @@
 //!   the bits of its cells whatever the overall brightness, where a mean hash barely moves when a
 //!   few widgets change on a mostly white screen; the box pre-shrink keeps it fast (a few ms for
 //!   1080×2400) and stable against single-pixel noise.
-//! - **Screen key**: `activity|phash`. Seed rule: same activity and Hamming distance ≤
-//!   [`SAME_SCREEN_DISTANCE`] is the same screen.
+//! - **Screen key**: `activity|phash`, for people: not the screen's identity.
 //!
 //! `docs/hashing.md` has the reasoning and the measurements.
 
@@ -29,10 +29,6 @@ use sha2::{Digest, Sha256};
 use crate::events::{Event, Line, Observation};
 use crate::filter::Output;
 use crate::ui::{parse, ParseError};
-
-/// Seed rule: two screenshots of the same activity at most this many bits apart show the same
-/// screen.
-pub const SAME_SCREEN_DISTANCE: u32 = 5;
 
 /// Attributes that change while the screen stays the same.
 const VOLATILE: [&str; 4] = ["focused", "selected", "checked", "visible-to-user"];
@@ -232,11 +228,6 @@ pub fn screen_key(activity: &str, phash: u64) -> String {
     format!("{activity}|{}", format_phash(phash))
 }
 
-/// Whether two observations show the same screen by the seed rule.
-pub fn same_screen(activity_a: &str, phash_a: u64, activity_b: &str, phash_b: u64) -> bool {
-    activity_a == activity_b && hamming(phash_a, phash_b) <= SAME_SCREEN_DISTANCE
-}
-
 /// The droid-hash stage: adds `hash` to every observation (layout and structure hash from `xml`
 /// or `xml_path`, perceptual hash from `screenshot_path`, screen key when there is a perceptual
 /// hash), passes every other line through untouched and in order. What cannot be hashed is
@@ -364,18 +355,12 @@ mod tests {
         let (a, b) = (DynamicImage::ImageRgb8(a), DynamicImage::ImageRgb8(b));
         let (ha, hb) = (phash_image(&a), phash_image(&b));
         assert_eq!(ha, phash_image(&a));
-        assert!(
-            hamming(ha, hb) > SAME_SCREEN_DISTANCE,
-            "{ha:016x} {hb:016x}"
-        );
+        assert!(hamming(ha, hb) > 5, "{ha:016x} {hb:016x}");
         assert_eq!(parse_phash(&format_phash(ha)).unwrap(), ha);
         assert_eq!(parse_phash("0x00000000000000ff").unwrap(), 255);
         assert!(parse_phash("abc").is_err());
         assert!(parse_phash("zzzzzzzzzzzzzzzz").is_err());
         assert_eq!(screen_key(".Main", 255), ".Main|00000000000000ff");
-        assert!(same_screen(".Main", ha, ".Main", ha ^ 0b11111));
-        assert!(!same_screen(".Main", ha, ".Main", ha ^ 0b111111));
-        assert!(!same_screen(".Main", ha, ".Other", ha));
     }
 
     #[test]

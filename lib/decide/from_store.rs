@@ -1,11 +1,11 @@
-//! The heuristic's memory for a one-shot `droid-decide --db crawler.db --run RUN`: the run's
-//! recorded events (crawler.db's `run_events`, the stream `droid-record` wrote) replayed into a
-//! fresh graph, so a shell loop that starts one decide per step explores like a long-running one.
+//! The memory of a one-shot `droid-decide --db crawler.db --run RUN`: the run's recorded events
+//! (crawler.db's `run_events`, the stream `droid-record` wrote), which a decide stage takes in
+//! through the code a long-running stage ran on them (see [`super::Stage`]), so a shell loop that
+//! starts one decide per step decides as a long-running one.
 //!
-//! The events are replayed rather than the projected tables read because the graph identifies
-//! screens by their actionable widgets while the projection merges them by perceptual hash:
-//! replaying the same observations and actions gives exactly the graph an in-process decider
-//! would have built.
+//! The events are read rather than the projected tables because what the heuristic learned
+//! besides the graph (fills, retries, form options, its tie-break generator) is no table's:
+//! taking the same events in again gives exactly the state a long-running stage had.
 
 use std::path::{Path, PathBuf};
 

@@ -3,9 +3,9 @@
 //! Deciders: [`heuristic`] (coverage-guided, the default), [`random`] (a seeded Monkey-like
 //! baseline) and LLM providers behind [`provider::ModelAdapter`] (Gemini, OpenRouter, Ollama,
 //! OpenAI-compatible servers), prompted by [`prompt`] and read back by [`response`]. The
-//! heuristic's graph is kept for every decider: it learns from each observation and from the
-//! `result` lines that pass through (when a long-running decide sits in a loop), and it decides
-//! when a model fails or answers nonsense.
+//! heuristic's graph is kept for the heuristic and the model deciders: it learns from each
+//! observation, from every decision, and from the `result` lines that pass through (when a
+//! long-running decide sits in a loop), and it decides when a model fails or answers nonsense.
 
 pub mod from_store;
 pub mod graph;

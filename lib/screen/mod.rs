@@ -8,7 +8,7 @@
 //!   without actionable widgets (a canvas, a splash, a loading page) is told apart by its
 //!   layout: every element's class, id, words and, outside scrolling containers, bounds. The
 //!   rule was chosen by measuring candidates against the simulator's ground truth over every
-//!   app model (`docs/hashing.md`).
+//!   app model (`docs/screen.md`, `make coverage`).
 //! - **Widgets** ([`Widget`]): the actionable elements an explorer tries (wrappers folded into
 //!   the control they wrap), one per action, with the action they offer under one typed key
 //!   ([`ActionKey`]), their role ([`Rank`]) and their label (never a password field's text).

@@ -347,13 +347,15 @@ impl Projector {
             Some(current) => Some(resolve(&mut self.screens, conn, current, planned, r)?),
             None => None,
         };
-        if let (Some(current), Some(resolved)) = (current, resolved) {
+        // An action meant for a screen crawler.db does not know has no row in `actions`; its
+        // step row is still written.
+        let meant = resolved.as_ref().and_then(|r| r.meant.clone());
+        if let (Some(current), Some(resolved), Some((screen_id, composite))) =
+            (current, resolved, meant)
+        {
             let Resolved {
                 verb, target_key, ..
             } = &resolved;
-            let Some((screen_id, composite)) = resolved.meant.clone() else {
-                return Ok(());
-            };
             let action_id = stable_id(&[&composite, verb, target_key]);
             conn.prepare_cached(
                 "INSERT OR IGNORE INTO actions (action_id, screen_id, verb, target_key, origin,

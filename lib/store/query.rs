@@ -9,7 +9,7 @@ use super::projection::screen_row;
 use super::{Context, Result, Store};
 use crate::events::Observation;
 
-/// How many steps the exploration journal holds (seed 000's prompt context).
+/// How many steps the exploration journal holds (the reference crawler's prompt context).
 pub const JOURNAL_STEPS: u32 = 15;
 
 /// One executed action, as the exploration journal shows it.
@@ -116,7 +116,7 @@ impl Store {
         rows.collect::<rusqlite::Result<_>>().ctx("listing runs")
     }
 
-    /// The exploration journal: the run's last `limit` executed actions (seed 000's query,
+    /// The exploration journal: the run's last `limit` executed actions (the reference crawler's query,
     /// newest steps first), returned oldest first.
     pub fn journal(&self, run: &str, limit: u32) -> Result<Vec<JournalEntry>> {
         let run_id = self.run_row_id(run)?;

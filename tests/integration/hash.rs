@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::process::{Output, Stdio};
 
 use droid::events::{Event, Observation};
-use droid::hash::{
-    format_phash, hamming, layout_hash, phash_image, phash_png, SAME_SCREEN_DISTANCE,
-};
+use droid::hash::{format_phash, hamming, layout_hash, phash_image, phash_png};
 use image::{DynamicImage, Rgb, RgbImage};
 use serde_json::Value;
 
@@ -92,6 +90,9 @@ fn wireframe(xml: &str) -> DynamicImage {
 
 /// The seed rule needs distinct screens more than 5 bits apart: measured on wireframes of the
 /// notes app's 51 real screens, over every pair whose layouts differ.
+/// Bits two renderings of one screen may differ by (noise, a blinking cursor).
+const CLOSE: u32 = 5;
+
 #[test]
 fn distinct_real_layouts_are_more_than_5_bits_apart_in_most_pairs() {
     let screens: Vec<(String, u64)> = crate::ui::all_dumps()
@@ -109,11 +110,11 @@ fn distinct_real_layouts_are_more_than_5_bits_apart_in_most_pairs() {
         for (layout_b, b) in &screens[i + 1..] {
             if layout_a != layout_b {
                 pairs += 1;
-                close += usize::from(hamming(*a, *b) <= SAME_SCREEN_DISTANCE);
+                close += usize::from(hamming(*a, *b) <= CLOSE);
             }
         }
     }
-    println!("{close} of {pairs} pairs of distinct layouts within {SAME_SCREEN_DISTANCE} bits");
+    println!("{close} of {pairs} pairs of distinct layouts within {CLOSE} bits");
     assert!(pairs > 1000);
     assert!(close * 20 < pairs, "{close} of {pairs} pairs too close");
 }

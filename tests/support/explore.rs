@@ -120,9 +120,24 @@ pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) ->
             graph: BTreeSet::new(),
         };
         for step in 1..=steps {
-            let taken = explorer.step(step, &mut stage).unwrap();
+            // Explorer::step's parts, to read what the device showed when it was captured.
+            let observation = explorer.observe(step).unwrap();
             run.observed
-                .push((taken.observation.clone(), shown(truth).unwrap_or_default()));
+                .push((observation.clone(), shown(truth).unwrap_or_default()));
+            let decided = stage.decide(&observation).unwrap();
+            let decision = decided.iter().find_map(|event| match event {
+                droid::events::Event::Decision(decision) => Some(decision.clone()),
+                _ => None,
+            });
+            let results = decision.map_or_else(Vec::new, |d| explorer.act(&d, &observation));
+            for result in &results {
+                stage.learn(&droid::events::Event::Result(result.clone()));
+            }
+            let taken = droid::explore::Step {
+                observation,
+                decided,
+                results,
+            };
             run.events.extend(taken.events());
         }
         run.reached = reached(truth, &reachable);
