@@ -426,6 +426,7 @@ fn capture() {
             concurrent,
             run_id: None,
             step: None,
+            step_names: false,
         };
         median(RUNS, || {
             observe_device(&device, &info, &opts).expect("capture")

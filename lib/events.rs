@@ -1044,6 +1044,16 @@ pub struct RawLine {
 }
 
 impl RawLine {
+    /// A line read elsewhere (without its newline), numbered `number`; over
+    /// [`MAX_LINE_BYTES`] it is a bad line.
+    pub fn new(number: u64, bytes: Vec<u8>) -> RawLine {
+        let bytes = match bytes.len() > MAX_LINE_BYTES {
+            true => Err(LineError::TooLong),
+            false => Ok(bytes),
+        };
+        RawLine { number, bytes }
+    }
+
     /// How many bytes of the line are held (none for a line already known to be bad).
     pub fn size(&self) -> usize {
         self.bytes.as_ref().map_or(0, Vec::len)

@@ -43,6 +43,9 @@ pub struct DeviceOptions {
     pub concurrent: bool,
     pub run_id: Option<String>,
     pub step: Option<u64>,
+    /// Name the files after the step (`step_007.png`, `step_007.xml`), as a crawl's session
+    /// folder does, instead of the device, the time and a sequence number.
+    pub step_names: bool,
 }
 
 /// What the three parts of a capture returned.
@@ -122,7 +125,10 @@ pub fn observe_device(
             path: opts.out_dir.clone(),
             error,
         })?;
-    let stem = file_stem(device.serial(), opts.step);
+    let stem = match (opts.step_names, opts.step) {
+        (true, Some(step)) => format!("step_{step:03}"),
+        _ => file_stem(device.serial(), opts.step),
+    };
     let xml_path = save(&opts.out_dir, &format!("{stem}.xml"), xml.as_bytes())?;
     let screenshot_path = png
         .as_deref()

@@ -43,6 +43,8 @@ pub struct PromptSettings {
     /// Other packages the exploration may enter (a browser for a login, say).
     pub allowed_packages: Vec<String>,
     pub credentials: Credentials,
+    /// A goal to reach (task mode): the model says when it is done.
+    pub task: Option<String>,
 }
 
 /// Multiply model coordinates by these to get device pixels.
@@ -90,11 +92,18 @@ pub fn default_system_prompt(
         .as_deref()
         .or(observation.package.as_deref())
         .unwrap_or("the app under test");
-    let mut text = format!(
-        "You are an expert Android tester exploring {app} on your own. Goal: visit every screen \
-         and try every feature at least once, preferring actions you have not tried yet. Stay \
-         inside {app}: if another app comes to the front, go back."
-    );
+    let mut text = match &settings.task {
+        Some(task) => format!(
+            "You are an expert Android tester using {app}. Your task: {task}. Take the actions \
+             that bring the task forward; when it is done, answer with \"done\": true. Stay \
+             inside {app}: if another app comes to the front, go back."
+        ),
+        None => format!(
+            "You are an expert Android tester exploring {app} on your own. Goal: visit every \
+             screen and try every feature at least once, preferring actions you have not tried \
+             yet. Stay inside {app}: if another app comes to the front, go back."
+        ),
+    };
     if !settings.allowed_packages.is_empty() {
         let _ = write!(
             text,
@@ -172,6 +181,7 @@ pub fn response_schema() -> Value {
                 },
             },
             "signup_completed": {"type": "boolean"},
+            "done": {"type": "boolean"},
         },
         "required": ["actions"],
     })

@@ -9,10 +9,11 @@ use std::fmt::Write;
 
 use base64::Engine;
 
-use super::data::{clean, show, CrashGroup, Report, STAT_GROUPS};
+use super::data::{show, CrashGroup, Report, STAT_GROUPS};
 use super::graph::Layout;
 use super::junit::escape;
 use super::thumbnail;
+use crate::terminal::clean;
 
 /// Thumbnail size of a screen, in pixels (the box; the aspect ratio is kept).
 const THUMB: (u32, u32) = (180, 400);

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use super::data::{clean, show, Report};
+use super::data::{show, Report};
+use crate::terminal::clean;
 
 /// Widest line.
 pub const WIDTH: usize = 80;

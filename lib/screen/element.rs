@@ -96,6 +96,23 @@ pub fn signature(element: &UiElement) -> String {
     )
 }
 
+/// An action on an element, carrying its `ref`, bounding box and signature: what a decider
+/// writes to act on a widget it saw.
+pub fn action_on(
+    elements: &[UiElement],
+    element: &UiElement,
+    kind: ActionType,
+    why: &str,
+) -> Action {
+    let mut action = Action::new(kind);
+    action.action_desc = Some(describe_action(elements, element, &action.action));
+    action.reasoning = Some(why.to_string());
+    action.target_bounding_box = Some(bounding_box(element.bounds));
+    action.ref_id = element.ref_id;
+    action.widget = Some(signature(element));
+    action
+}
+
 /// Whether the observation's elements carry `[ref=N]`s (the pruned tree gave them out).
 fn has_refs(observation: &Observation) -> bool {
     observation.elements.iter().any(|e| e.ref_id.is_some())

@@ -95,6 +95,7 @@ pub fn crawl_in_process(dir: &Path, app: &str, steps: u64, anr_on: Option<&str>)
                 concurrent: true,
                 run_id: Some(run_id.clone()),
                 step: Some(step),
+                step_names: false,
             },
         )
         .expect("capture");

@@ -1,0 +1,184 @@
+//! droid-crawl: explore an app on a device (or a simulated one) until a limit, and leave the
+//! run, its report and its crashes behind.
+
+mod common;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand};
+use droid::config::{self, ConfigCommand, UserConfig};
+use droid::crawl::{self, cli::CrawlArgs, control, Listener};
+use droid::decide::cli::{DeciderArgs, ENVIRONMENT};
+use droid::device::{cli::DeviceArgs, AdbDevice, DeviceConfig, ScreenshotMode};
+use droid::sim::{model::AppModel, Sim};
+use droid::store::Store;
+
+const EXAMPLES: &str = "Examples:
+  droid-crawl --sim builtin:shop                        (a simulated device, no phone needed)
+  droid-crawl --package com.example.app --max-steps 50
+  droid-crawl -p com.example.app --decider gemini --model gemini-2.5-flash
+  droid-crawl -p com.example.app --decider ollama --task \"add a note titled Milk\"
+  droid-crawl -p com.example.app --decide-cmd \"python3 my_agent.py\"
+  droid-crawl pause; droid-crawl resume; droid-crawl stop --run RUN   (from another terminal)
+  droid-crawl config secret gemini_api_key < key.txt
+Exit status: 0 when the crawl ended by its limits, its task or the user; 1 when it ended with
+ERROR or could not start; 2 for a usage error. Ctrl-C stops gracefully (the summary and reports
+are written); a second Ctrl-C stops at once.
+";
+
+#[derive(Parser)]
+#[command(
+    name = "droid-crawl",
+    version,
+    about = "Explore an app on its own and record what it finds",
+    long_about = "Explores an Android app: captures the screen, decides what to try (the \
+heuristic, random, or an LLM), acts, recognises screens, survives crashes, ANRs, other apps and \
+a device that goes away, and records every step in crawler.db and a session folder \
+(OUT/DEVICE_PACKAGE_DDMM_HHMM: screenshots, events.jsonl, logs/crawler.log, report.pdf, \
+report.html). Every event goes to stdout as a JSON line; people's messages and the summary to \
+stderr.",
+    after_help = format!("{EXAMPLES}{ENVIRONMENT}"),
+    args_conflicts_with_subcommands = true
+)]
+struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    crawl: CrawlArgs,
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[command(flatten)]
+    decider: DeciderArgs,
+    /// More messages (-v); fewer (-q: warnings only, -qq: errors only).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    quiet: u8,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Pause a running crawl after its current step.
+    Pause(Target),
+    /// Resume a paused crawl.
+    Resume(Target),
+    /// Stop a running crawl gracefully (its summary and reports are written).
+    Stop(Target),
+    /// Settings and secrets in user_config.db (provider, model, keys, test credentials, limits).
+    Config {
+        /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
+        #[arg(long, env = "DROID_USER_CONFIG")]
+        config_db: Option<PathBuf>,
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(clap::Args)]
+struct Target {
+    /// The run [default: the newest run still running].
+    #[arg(long)]
+    run: Option<String>,
+    /// crawler.db
+    #[arg(long, default_value = "crawler.db", env = "DROID_DB")]
+    db: PathBuf,
+}
+
+fn main() -> ExitCode {
+    common::finish("droid-crawl", run(Args::parse()))
+}
+
+fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let command = match args.command {
+        Some(Command::Pause(target)) => (control::Command::Pause, target),
+        Some(Command::Resume(target)) => (control::Command::Resume, target),
+        Some(Command::Stop(target)) => (control::Command::Stop, target),
+        Some(Command::Config { config_db, command }) => {
+            let path = config_db.unwrap_or_else(config::default_path_from_env);
+            let output = command.run(&mut UserConfig::open(&path)?, io::stdin().lock())?;
+            output
+                .lines
+                .iter()
+                .try_for_each(|l| writeln!(io::stdout(), "{l}"))?;
+            return match output.missing {
+                Some(missing) => bail!("{missing}"),
+                None => Ok(ExitCode::SUCCESS),
+            };
+        }
+        None => {
+            return crawl(
+                args.crawl,
+                args.device,
+                args.decider,
+                args.verbose,
+                args.quiet,
+            )
+        }
+    };
+    let (command, target) = command;
+    let store = Store::open_existing(&target.db)?;
+    let Some((run, dir)) = store.controlled_run(target.run.as_deref())? else {
+        bail!("no such crawl running in {}", target.db.display());
+    };
+    control::send(&dir, command).with_context(|| format!("telling run {run}"))?;
+    eprintln!("droid-crawl: asked run {run} to {}", command.as_str());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn crawl(
+    args: CrawlArgs,
+    device: DeviceArgs,
+    decider: DeciderArgs,
+    verbose: u8,
+    quiet: u8,
+) -> anyhow::Result<ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // The second signal ends the process at once; the first asks the crawl to stop.
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let sim = args.sim_config().map(Sim::start).transpose()?;
+    let (package, device) = match (&sim, &args.package) {
+        (Some(sim), package) => {
+            let model = AppModel::load(&args.sim.clone().unwrap_or_default())?;
+            let package = package.clone().unwrap_or_else(|| model.package().into());
+            (package, DeviceConfig::loopback(sim.port(), sim.serial()))
+        }
+        (None, Some(package)) => {
+            let env = |key: &str| std::env::var(key).ok();
+            (package.clone(), device.to_config(ScreenshotMode::Png, env)?)
+        }
+        (None, None) => bail!("--package or --sim is needed"),
+    };
+    let device = AdbDevice::connect(device).context("connecting to the device")?;
+    let decide = decider.config(Some(package.clone()), Vec::new())?;
+    let mut settings = decider.settings()?;
+    let act = droid::act::Config {
+        test_password: settings.secret("test_password", decider.test_password.as_deref())?,
+        ..droid::act::Config::default()
+    };
+    let config = args.config(package, decide, act, stop);
+    let mut console = common::console::Console::new(io::stdout().lock(), verbose, quiet);
+    let summary = crawl::crawl(config, &device, &mut console)?;
+    console.finish();
+    let text = droid::report::text_summary(&args.db, &summary.run_id)
+        .unwrap_or_else(|error| format!("(no summary: {error})\n"));
+    eprint!("{}", droid::terminal::clean(&text));
+    console.say(
+        crawl::Level::Info,
+        &format!("session folder: {}", summary.session_dir.display()),
+    );
+    for report in &summary.reports {
+        console.say(crawl::Level::Info, &format!("report: {}", report.display()));
+    }
+    Ok(match summary.ended_well() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
+    })
+}
