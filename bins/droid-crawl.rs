@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use droid::config::{self, ConfigCommand, UserConfig};
-use droid::crawl::{self, cli::CrawlArgs, control, Listener};
+use droid::crawl::{self, cli::CrawlArgs, control};
 use droid::decide::cli::{DeciderArgs, ENVIRONMENT};
 use droid::device::{cli::DeviceArgs, AdbDevice, DeviceConfig, ScreenshotMode};
 use droid::sim::{model::AppModel, Sim};
@@ -148,7 +148,9 @@ fn crawl(
         (Some(sim), package) => {
             let model = AppModel::load(&args.sim.clone().unwrap_or_default())?;
             let package = package.clone().unwrap_or_else(|| model.package().into());
-            (package, DeviceConfig::loopback(sim.port(), sim.serial()))
+            let mut config = DeviceConfig::loopback(sim.port(), sim.serial());
+            device.apply_waits(&mut config.server);
+            (package, config)
         }
         (None, Some(package)) => {
             let env = |key: &str| std::env::var(key).ok();
@@ -169,14 +171,8 @@ fn crawl(
     console.finish();
     let text = droid::report::text_summary(&args.db, &summary.run_id)
         .unwrap_or_else(|error| format!("(no summary: {error})\n"));
+    // The summary ends with the session folder and the reports.
     eprint!("{}", droid::terminal::clean(&text));
-    console.say(
-        crawl::Level::Info,
-        &format!("session folder: {}", summary.session_dir.display()),
-    );
-    for report in &summary.reports {
-        console.say(crawl::Level::Info, &format!("report: {}", report.display()));
-    }
     Ok(match summary.ended_well() {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),

@@ -189,17 +189,11 @@ pub fn render(report: &Report) -> String {
     ];
     for (name, path) in files {
         if let Some(path) = path {
-            out.wrapped(
-                &format!("  {name:<12}"),
-                &clean(&path.display().to_string()),
-            );
+            out.path(name, path);
         }
     }
     for path in &a.reports {
-        out.wrapped(
-            &format!("  {:<12}", "report"),
-            &clean(&path.display().to_string()),
-        );
+        out.path("report", path);
     }
     out.text
 }
@@ -230,6 +224,15 @@ impl Summary {
 
     fn field(&mut self, label: &str, value: &str) {
         self.wrapped(&format!("{label:<LABEL$}"), &clean(value));
+    }
+
+    /// A file on one line however long, so that it can be copied whole.
+    fn path(&mut self, name: &str, path: &std::path::Path) {
+        let _ = writeln!(
+            self.text,
+            "  {name:<12}{}",
+            clean(&path.display().to_string())
+        );
     }
 
     /// `first` then `text` wrapped at word boundaries to [`WIDTH`], continuation lines indented
@@ -286,6 +289,14 @@ mod tests {
             assert!(line.chars().count() <= WIDTH, "{line:?}");
         }
         assert_eq!(out.text.lines().count(), 3 + 4);
+    }
+
+    #[test]
+    fn paths_are_never_cut() {
+        let mut out = Summary::default();
+        let long = format!("/tmp/{}/report.pdf", "session".repeat(20));
+        out.path("report", std::path::Path::new(&long));
+        assert_eq!(out.text, format!("  report      {long}\n"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::procfs::{self, package_uid, ProcFs};
 use super::render;
 use super::settings::{self, Request, Settings};
 use super::shell::{lock, FsHandle, Output, Programs, Session, SHELL_PID};
-use super::system::LAUNCHER_PACKAGE;
+use super::system::{self, LAUNCHER_PACKAGE};
 use super::toybox;
 use super::world::{Foreground, InputError, LaunchError, TaskSummary, World};
 
@@ -195,6 +195,7 @@ struct Moment {
     foreground: Foreground,
     pids: Vec<(String, u32)>,
     tasks: Vec<TaskSummary>,
+    anr: bool,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -339,14 +340,32 @@ impl Device {
             foreground: world.foreground(),
             pids,
             tasks: world.tasks(),
+            anr: world.anr_showing(),
         }
     }
 
     /// Writes what the activity manager logs about a command's effects: processes started and
-    /// gone, and activities started.
+    /// gone, activities started, and an app that stopped responding.
     fn log_changes(&self, before: &Moment, after: &Moment) {
         let mut logs = guard(&self.logs);
         let front = &after.foreground;
+        if after.anr && !before.anr {
+            let pid = after
+                .pids
+                .iter()
+                .find(|(p, _)| *p == front.package)
+                .map_or(0, |(_, pid)| *pid);
+            let component = short_component(&front.package, &front.activity);
+            for line in system::anr_block(&front.package, &component, pid) {
+                logs.log(
+                    Buffer::System,
+                    SYSTEM_SERVER_PID,
+                    'E',
+                    "ActivityManager",
+                    &line,
+                );
+            }
+        }
         let started = front.package != before.foreground.package
             || front.activity != before.foreground.activity;
         let front_task = after.tasks.last();

@@ -186,16 +186,19 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         fields.push((name, value));
     }
 
-    // Errors and recoveries, from notes (`data.recovered`, `data.recovery_ms`) and results.
+    // Errors and recoveries, from notes (`data.recovered`, `data.recovery_ms`) and results. A
+    // `stuck` note that follows up an earlier detection names it in `data.detected_at`.
     let recovery = one("SELECT
-           COALESCE(SUM(k = 'stuck'), 0), COALESCE(SUM(k = 'stuck' AND rec = 1), 0),
+           COALESCE(SUM(k = 'stuck' AND since IS NULL), 0),
+           COALESCE(SUM(k = 'stuck' AND rec = 1), 0),
            COALESCE(SUM(k = 'crash'), 0), COALESCE(SUM(k = 'relaunch'), 0),
            COALESCE(SUM(k = 'context_loss' AND rec = 1), 0),
            COALESCE(SUM(k = 'uiautomator_crash'), 0),
            COALESCE(SUM(k = 'uiautomator_crash' AND rec = 1), 0),
            AVG(ms)
          FROM (SELECT json_extract(json, '$.kind') k, json_extract(json, '$.data.recovered') rec,
-                 json_extract(json, '$.data.recovery_ms') ms
+                 json_extract(json, '$.data.recovery_ms') ms,
+                 json_extract(json, '$.data.detected_at') since
                FROM run_events WHERE run_id = ?1 AND type = 'note')")?;
     for (name, value) in [
         "stuck_detection_count",

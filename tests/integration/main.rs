@@ -5,8 +5,9 @@ mod adb;
 mod capture;
 mod capture_device;
 mod common;
-#[path = "../support/crawl.rs"]
 mod crawl;
+#[path = "../support/crawl.rs"]
+mod crawled;
 mod decide_from_store;
 mod decide_heuristic;
 mod decide_openai_compat;
