@@ -5,6 +5,7 @@
 
 pub mod act;
 pub mod adb;
+pub mod apk;
 pub mod capture;
 pub mod config;
 pub mod decide;

@@ -67,3 +67,22 @@ pub fn feed(cmd: &mut Command, input: &str) -> std::process::Output {
         .wait_with_output()
         .expect("waiting for a droid binary")
 }
+
+/// Whether a tool the test needs is on `PATH`. Without it the test prints a skip notice and
+/// passes, except under `DROID_REQUIRE_ADB=1` (set by `.ci/run`, which installs every tool):
+/// then it fails, naming the Debian package that brings the tool.
+pub fn require_tool(tool: &str, package: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|_| true)
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var("DROID_REQUIRE_ADB").as_deref() == Ok("1") {
+        panic!("DROID_REQUIRE_ADB=1 but `{tool}` is not on PATH: apt-get install {package}");
+    }
+    eprintln!("skipped: `{tool}` is not on PATH (apt-get install {package})");
+    false
+}

@@ -2,6 +2,7 @@
 
 mod act;
 mod adb;
+mod apk;
 mod capture;
 mod capture_device;
 mod common;
