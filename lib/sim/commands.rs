@@ -20,6 +20,7 @@ use super::settings::{self, Request, Settings};
 use super::shell::{lock, FsHandle, Output, Programs, Session, SHELL_PID};
 use super::system::LAUNCHER_PACKAGE;
 use super::toybox;
+use super::video;
 use super::world::{Foreground, InputError, LaunchError, TaskSummary, World};
 
 /// The programs the shell finds on its `PATH` (all in `/system/bin`).
@@ -102,9 +103,10 @@ const BROWSER_PACKAGE: &str = "com.android.chrome";
 const PCAPDROID_DIR: &str = "/sdcard/Download/PCAPdroid";
 /// `screenrecord --time-limit` default and maximum on classic builds.
 const SCREENRECORD_MAX_SECS: u64 = 180;
-/// How often screenrecord samples the screen, and checks whether its client is still there.
-const FRAME_INTERVAL: Duration = Duration::from_secs(1);
-const HANGUP_POLL: Duration = Duration::from_millis(200);
+/// `screenrecord --bit-rate` default (v1.2's help: 20 Mbps).
+const SCREENRECORD_BIT_RATE: u32 = 20_000_000;
+/// How often screenrecord looks for a changed screen, and whether its client is still there.
+const FRAME_POLL: Duration = Duration::from_millis(100);
 /// The `input` usage text of Android 11+ (`input_usage_android11plus.txt`).
 const INPUT_USAGE: &str = "Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]
 
@@ -1037,9 +1039,12 @@ impl Device {
     }
 
     /// Records until the time limit, SIGINT/SIGTERM (`pkill -INT screenrecord`), or SIGHUP (the
-    /// client went away): all finish the file; SIGKILL leaves it unfinished.
+    /// client went away): all finish the file; SIGKILL leaves it unfinished. A frame is encoded
+    /// whenever the screen changes (see [`video`]).
     fn screenrecord(&self, args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
         let mut limit = SCREENRECORD_MAX_SECS;
+        let mut size = self.screen_size();
+        let mut bit_rate = SCREENRECORD_BIT_RATE;
         let mut file = None;
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -1056,7 +1061,15 @@ impl Device {
                         }
                     }
                 }
-                "--size" | "--bit-rate" | "--display-id" | "--output-format" => {
+                "--size" => match iter.next().and_then(|v| video::parse_size(v)) {
+                    Some(wanted) => size = wanted,
+                    None => return error("Invalid size specified\n", 2),
+                },
+                "--bit-rate" => match iter.next().and_then(|v| video::parse_bit_rate(v)) {
+                    Some(rate) => bit_rate = rate,
+                    None => return error("Invalid bit rate specified\n", 2),
+                },
+                "--display-id" | "--output-format" => {
                     iter.next();
                 }
                 "--verbose" | "--bugreport" => {}
@@ -1080,25 +1093,30 @@ impl Device {
             name: "screenrecord",
             signal: Arc::clone(&signal),
         });
-        let deadline = Instant::now() + Duration::from_secs(limit);
-        let mut frames: Vec<Vec<u8>> = Vec::new();
-        let mut last_frame = Vec::new();
-        let mut next_frame = Instant::now();
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(limit);
+        let mut recording = video::Recording::new(size, bit_rate);
+        let mut shown: Option<(bool, String)> = None;
         let ended = loop {
             let now = Instant::now();
-            if now >= next_frame {
-                let frame = render::png(&self.world().screenshot());
-                if frame != last_frame {
-                    frames.push(frame.clone());
-                    last_frame = frame;
-                }
-                next_frame = now + FRAME_INTERVAL;
+            // The screen as the display shows it: what the app draws, or black while it is off.
+            let screen_on = self.screen_on.load(Ordering::SeqCst);
+            let current = (screen_on, self.world().hierarchy_xml());
+            if shown.as_ref() != Some(&current) {
+                let image = if screen_on {
+                    self.world().screenshot()
+                } else {
+                    let (width, height) = self.screen_size();
+                    render::black(width, height)
+                };
+                recording.frame(&image, now - started);
+                shown = Some(current);
             }
             if now >= deadline || session.hung_up() {
                 break Signal::Stop;
             }
             let (slot, wake) = &*signal;
-            let wait = (deadline - now).min(HANGUP_POLL);
+            let wait = (deadline - now).min(FRAME_POLL);
             let held = guard(slot);
             let (held, _) = wake
                 .wait_timeout_while(held, wait, |s| s.is_none())
@@ -1108,9 +1126,17 @@ impl Device {
             }
         };
         guard(&self.processes).retain(|p| p.pid != pid);
-        let video = mp4::file(&frames, ended == Signal::Stop);
+        let length = started.elapsed().min(Duration::from_secs(limit));
+        let encoder_error = recording.error.clone();
+        let video = match recording.finish(length, ended == Signal::Stop) {
+            Ok(video) => video,
+            Err(err) => return error(format!("Unable to write '{path}': {err}\n"), 1),
+        };
         match lock(fs).write(&path, &video, false) {
-            Ok(()) => Output::default(),
+            Ok(()) => match encoder_error {
+                None => Output::default(),
+                Some(err) => error(format!("Encoder failed: {err}\n"), 1),
+            },
             Err(err) => error(format!("Unable to write '{path}': {err}\n"), 1),
         }
     }
@@ -1568,31 +1594,6 @@ mod pcap {
             sum = (sum & 0xffff) + (sum >> 16);
         }
         !(sum as u16)
-    }
-}
-
-/// An MP4-shaped container of the recorded frames: `ftyp`, `mdat` (the distinct frames as PNG),
-/// and `moov` only when the recording ended cleanly (SIGINT or time limit), as a real
-/// screenrecord killed with SIGKILL leaves a file without its `moov` atom.
-mod mp4 {
-    fn boxed(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(8 + body.len());
-        out.extend_from_slice(&((8 + body.len()) as u32).to_be_bytes());
-        out.extend_from_slice(kind);
-        out.extend_from_slice(body);
-        out
-    }
-
-    pub fn file(frames: &[Vec<u8>], finished: bool) -> Vec<u8> {
-        let mut out = boxed(b"ftyp", b"isom\0\0\x02\0isomiso2mp41");
-        out.extend(boxed(b"mdat", &frames.concat()));
-        if finished {
-            let mut mvhd = vec![0u8; 100];
-            mvhd[12..16].copy_from_slice(&1000u32.to_be_bytes()); // timescale
-            mvhd[16..20].copy_from_slice(&(frames.len() as u32 * 1000).to_be_bytes());
-            out.extend(boxed(b"moov", &boxed(b"mvhd", &mvhd)));
-        }
-        out
     }
 }
 

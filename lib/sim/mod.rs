@@ -27,6 +27,7 @@ pub mod shell;
 pub mod system;
 pub mod toybox;
 pub mod truth;
+pub mod video;
 pub mod world;
 
 pub use server::{Sim, SimConfig, SimError, SimHandle};

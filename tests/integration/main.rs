@@ -15,6 +15,7 @@ mod events;
 #[path = "../support/explore.rs"]
 mod explore;
 mod hash;
+mod media;
 mod one_graph;
 mod record;
 mod sim_adb;
