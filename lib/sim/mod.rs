@@ -19,6 +19,8 @@ pub mod fault;
 pub mod keys;
 pub mod logcat;
 pub mod model;
+pub mod packages;
+pub mod pcapdroid;
 pub mod procfs;
 pub mod render;
 pub mod server;

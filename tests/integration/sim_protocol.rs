@@ -874,7 +874,9 @@ fn screenrecord_finishes_its_file_when_the_client_hangs_up() {
 
 #[test]
 fn pcapdroid_control_intent_writes_a_pcap_file() {
-    let sim = start();
+    let dir = tempfile::tempdir().unwrap();
+    let model = crate::common::model_with(dir.path(), "tiny", serde_json::json!({"pcapdroid": {}}));
+    let sim = Sim::start(SimConfig::new(model)).unwrap();
     let control = "am start -n com.emanuelef.remote_capture/.activities.CaptureCtrl";
     let started = shell_ok(
         &sim,
