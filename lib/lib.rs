@@ -14,6 +14,7 @@ pub mod events;
 pub mod explore;
 pub mod filter;
 pub mod hash;
+pub mod integrations;
 pub mod record;
 pub mod screen;
 pub mod secret;

@@ -736,7 +736,8 @@ impl Device {
             );
         };
         let starting = format!("Starting: {}\n", intent.describe());
-        if component == PCAPDROID_CONTROL {
+        let pcapdroid_installed = self.world().model().pcapdroid().is_some();
+        if component == PCAPDROID_CONTROL && pcapdroid_installed {
             return match self.pcapdroid(&intent.extras, fs) {
                 Ok(()) => text(starting),
                 Err(message) => Output {

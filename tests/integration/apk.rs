@@ -15,15 +15,15 @@ const FRAMEWORK_RES: &str = "/usr/share/android-framework-res/framework-res.apk"
 
 /// One element as aapt prints it: depth, name, source line, and its string attributes.
 #[derive(Debug, PartialEq, Eq)]
-struct Line {
-    depth: usize,
-    name: String,
-    line: u32,
-    strings: Vec<(String, String)>,
+pub struct Line {
+    pub depth: usize,
+    pub name: String,
+    pub line: u32,
+    pub strings: Vec<(String, String)>,
 }
 
 /// `aapt dump xmltree APK AndroidManifest.xml`, element by element.
-fn aapt_elements(apk: &Path) -> Option<Vec<Line>> {
+pub fn aapt_elements(apk: &Path) -> Option<Vec<Line>> {
     if !require_tool("aapt", "aapt") {
         return None;
     }

@@ -15,6 +15,7 @@ mod events;
 #[path = "../support/explore.rs"]
 mod explore;
 mod hash;
+mod integrations;
 mod media;
 mod one_graph;
 mod record;

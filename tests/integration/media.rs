@@ -50,3 +50,21 @@ pub fn ffprobe(file: &Path) -> Option<Result<Probe, String>> {
         frames: number(&stream["nb_read_frames"]).unwrap_or(0.0) as u64,
     }))
 }
+
+/// The packets `tcpdump -r` reads from a capture file.
+pub fn tcpdump_count(file: &Path) -> Option<u64> {
+    if !require_tool("tcpdump", "tcpdump") {
+        return None;
+    }
+    let out = Command::new("tcpdump")
+        .args(["-n", "-r"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).lines().count() as u64)
+}
