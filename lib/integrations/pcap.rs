@@ -186,7 +186,14 @@ impl Pcap {
             command.push_str(&format!(" -e api_key {}", shell_quote(key.expose())));
             shown.push_str(" -e api_key <api key>");
         }
-        let out = run(device, &command, &shown)?;
+        // A transport error may quote the request, key included: said without it.
+        let out = run(device, &command, &shown).map_err(|err| match &self.config.api_key {
+            Some(key) => Error::Command {
+                command: shown.clone(),
+                detail: chain(&err).replace(key.expose(), "<api key>"),
+            },
+            None => err,
+        })?;
         // `am start` exits 0 even when the activity is missing on some versions.
         match out.lines().find(|l| l.starts_with("Error")) {
             Some(line) => Err(Error::Command {

@@ -8,8 +8,10 @@
 //! lines through [`shell`] and the programs in [`commands`], with [`fault`] injection. The
 //! programs' outputs are split by what they show: [`dumpsys`] (system services), [`logcat`]
 //! (log buffers), [`procfs`] (processes, `/proc`), [`settings`] (the settings provider) and
-//! [`toybox`] (files, text tools, network interfaces). [`check`] walks a model through that
-//! socket as a tester would (`droid-sim --check`).
+//! [`toybox`] (files, text tools, network interfaces); [`packages`] (installed APKs),
+//! [`pcapdroid`] (traffic captures) and [`video`] (screenrecord's MP4) make the files the crawl
+//! integrations pull. [`check`] walks a model through that socket as a tester would
+//! (`droid-sim --check`).
 
 pub mod check;
 pub mod commands;

@@ -34,9 +34,17 @@ struct Phone {
 
 impl Phone {
     fn new(fields: Value) -> Phone {
+        Phone::with_faults(fields, Vec::new())
+    }
+
+    fn with_faults(fields: Value, faults: Vec<droid::sim::fault::Fault>) -> Phone {
         let dir = tempfile::tempdir().unwrap();
         let model = model_with(dir.path(), "tiny", fields);
-        let sim = Sim::start(SimConfig::new(model)).unwrap();
+        let sim = Sim::start(SimConfig {
+            faults,
+            ..SimConfig::new(model)
+        })
+        .unwrap();
         let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial())).unwrap();
         let phone = Phone {
             dir,
@@ -315,6 +323,26 @@ fn pcapdroid_missing_refusing_or_killed_mid_crawl_ends_in_notes() {
     assert_eq!(data["truncated"], true, "{data}");
     assert!(data["packet_count"].as_u64().unwrap() >= 1);
     assert!(data["error"].as_str().unwrap().contains("cut off"));
+}
+
+#[test]
+fn a_device_gone_when_pcapdroid_starts_is_a_warning_without_the_key() {
+    // The third device command (monkey, rm, am start) finds the device gone.
+    let phone = Phone::with_faults(
+        json!({"pcapdroid": {"api_key": PCAPDROID_KEY}}),
+        vec![droid::sim::fault::Fault::DisconnectAfter {
+            commands: 2,
+            outage: Duration::from_millis(200),
+        }],
+    );
+    let mut capture = Pcap::new(pcap_config(Some(PCAPDROID_KEY)));
+    let notes = capture.start(phone.adb(), &phone.session());
+    let said = warnings(&notes);
+    assert!(said[0].contains("cannot start PCAPdroid"), "{notes:#?}");
+    assert!(said[0].contains("<api key>"), "{said:?}");
+    assert!(!serde_json::to_string(&notes)
+        .unwrap()
+        .contains(PCAPDROID_KEY));
 }
 
 #[test]
