@@ -468,6 +468,10 @@ pub const KNOWN: &[(&str, bool, Option<&str>)] = &[
     ("test_username", false, None),
     ("test_email", false, None),
     ("test_password", true, None),
+    // Crawl integrations (docs/integrations.md).
+    ("mobsf_api_key", true, None),
+    ("mobsf_url", false, Some("http://localhost:8000")),
+    ("pcapdroid_api_key", true, None),
 ];
 
 /// Environment names kept from before the resolver (`DROID_TEST_PASSWORD`): each stands for its

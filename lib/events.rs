@@ -341,7 +341,9 @@ wire_words! {
         ContextLoss = "context_loss",
         /// The app was restarted.
         Relaunch = "relaunch",
-        /// A file the run left behind (video, pcap, MobSF report) in `data`.
+        /// Files the run left behind and what they measure (video, pcap, MobSF report, the
+        /// APK's declared activities): `data.artifact` names the integration, see
+        /// docs/integrations.md.
         Artifact = "artifact",
         Warning = "warning",
         /// A model's answer could not be used.

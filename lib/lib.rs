@@ -5,6 +5,7 @@
 
 pub mod act;
 pub mod adb;
+pub mod apk;
 pub mod capture;
 pub mod config;
 pub mod crash;
@@ -15,6 +16,7 @@ pub mod events;
 pub mod explore;
 pub mod filter;
 pub mod hash;
+pub mod integrations;
 pub mod record;
 pub mod report;
 pub mod screen;

@@ -2,6 +2,7 @@
 
 mod act;
 mod adb;
+mod apk;
 mod capture;
 mod capture_device;
 mod common;
@@ -19,6 +20,8 @@ mod events;
 mod explore;
 mod fuzz;
 mod hash;
+mod integrations;
+mod media;
 mod one_graph;
 mod record;
 mod report;
