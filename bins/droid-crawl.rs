@@ -24,6 +24,8 @@ const EXAMPLES: &str = "Examples:
   droid-crawl -p com.example.app --decider gemini --model gemini-2.5-flash
   droid-crawl -p com.example.app --decider ollama --task \"add a note titled Milk\"
   droid-crawl -p com.example.app --decide-cmd \"python3 my_agent.py\"
+  droid-crawl -p com.example.app --video --pcap --mobsf http://localhost:8000
+  droid-crawl mobsf --run RUN                           (MobSF for a past run's APK)
   droid-crawl pause; droid-crawl resume; droid-crawl stop --run RUN   (from another terminal)
   droid-crawl config secret gemini_api_key < key.txt
 Exit status: 0 when the crawl ended by its limits, its task or the user; 1 when it ended with
@@ -69,6 +71,8 @@ enum Command {
     Resume(Target),
     /// Stop a running crawl gracefully (its summary and reports are written).
     Stop(Target),
+    /// Analyse a past run's APK with MobSF; the figures join that run (then `droid-report`).
+    Mobsf(MobsfArgs),
     /// Settings and secrets in user_config.db (provider, model, keys, test credentials, limits).
     Config {
         /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
@@ -89,6 +93,28 @@ struct Target {
     db: PathBuf,
 }
 
+#[derive(clap::Args)]
+struct MobsfArgs {
+    /// The run whose APK is analysed (the one its crawl saved in extracted_apk/, else pulled
+    /// from the device).
+    #[arg(long)]
+    run: String,
+    /// crawler.db
+    #[arg(long, default_value = "crawler.db", env = "DROID_DB")]
+    db: PathBuf,
+    /// The MobSF server [default: `config set mobsf_url`, MOBSF_URL, http://localhost:8000]
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// MobSF's API key [default: `config secret mobsf_api_key`, MOBSF_API_KEY]
+    #[arg(long, value_name = "KEY")]
+    mobsf_api_key: Option<String>,
+    /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
+    #[arg(long, env = "DROID_USER_CONFIG")]
+    config_db: Option<PathBuf>,
+    #[command(flatten)]
+    device: DeviceArgs,
+}
+
 fn main() -> ExitCode {
     common::finish("droid-crawl", run(Args::parse()))
 }
@@ -98,6 +124,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Pause(target)) => (control::Command::Pause, target),
         Some(Command::Resume(target)) => (control::Command::Resume, target),
         Some(Command::Stop(target)) => (control::Command::Stop, target),
+        Some(Command::Mobsf(mobsf)) => return analyse(mobsf),
         Some(Command::Config { config_db, command }) => {
             let path = config_db.unwrap_or_else(config::default_path_from_env);
             let output = command.run(&mut UserConfig::open(&path)?, io::stdin().lock())?;
@@ -128,6 +155,55 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     control::send(&dir, command).with_context(|| format!("telling run {run}"))?;
     eprintln!("droid-crawl: asked run {run} to {}", command.as_str());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `droid-crawl mobsf --run ID`.
+fn analyse(args: MobsfArgs) -> anyhow::Result<ExitCode> {
+    let mut settings = droid::config::Settings::for_binary(args.config_db.as_deref())?;
+    let config = match crawl::cli::mobsf_config(
+        args.url.as_deref(),
+        args.mobsf_api_key.as_deref(),
+        &mut settings,
+    )? {
+        Ok(config) => config,
+        Err(missing) => bail!("MobSF: {}", missing.reason),
+    };
+    let (_, _, saved) = crawl::past_run_apk(&args.db, &args.run)?;
+    let device = match saved {
+        true => None,
+        false => {
+            let env = |key: &str| std::env::var(key).ok();
+            let config = args.device.to_config(ScreenshotMode::Png, env)?;
+            Some(AdbDevice::connect(config).context("connecting to the device for the APK")?)
+        }
+    };
+    let notes = crawl::analyse_past_run(
+        &args.db,
+        &args.run,
+        config,
+        device.as_ref().map(AdbDevice::client),
+    )?;
+    let mut failed = false;
+    let mut stdout = io::stdout().lock();
+    for note in notes {
+        writeln!(
+            stdout,
+            "{}",
+            droid::events::Event::Note(note.clone()).to_line()
+        )?;
+        let error = note.data.as_ref().and_then(|d| d.get("error"));
+        failed |= note.kind == droid::events::NoteKind::Artifact && error.is_some();
+        let message = note.message.unwrap_or_default();
+        eprintln!("droid-crawl: {}", droid::terminal::clean(&message));
+    }
+    eprintln!(
+        "droid-crawl: recorded into run {}; `droid-report --run {}` shows it",
+        args.run, args.run
+    );
+    Ok(match failed {
+        true => ExitCode::from(1),
+        false => ExitCode::SUCCESS,
+    })
 }
 
 fn crawl(
@@ -165,7 +241,8 @@ fn crawl(
         test_password: settings.secret("test_password", decider.test_password.as_deref())?,
         ..droid::act::Config::default()
     };
-    let config = args.config(package, decide, act, stop);
+    let mut config = args.config(package, decide, act, stop);
+    args.add_integrations(&mut config, &mut settings)?;
     let mut console = common::console::Console::new(io::stdout().lock(), verbose, quiet);
     let summary = crawl::crawl(config, &device, &mut console)?;
     console.finish();

@@ -183,6 +183,10 @@ pub struct Observation {
     pub timings: Extra,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<ScreenHash>,
+    /// The app's declared activities a crawl has not shown yet (at most 20, in manifest
+    /// order): goals a decider may steer towards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unvisited_activities: Vec<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -7,6 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Config, Controls, Stages};
+use crate::config::{self, Settings};
+use crate::integrations::mobsf::{MobsfConfig, MobsfIntegration};
+use crate::integrations::pcap::{Pcap, PcapConfig};
+use crate::integrations::video::{Video, VideoConfig};
+use crate::integrations::Unavailable;
 use crate::report::Format;
 use crate::sim::fault::{Fault, Latency};
 use crate::sim::SimConfig;
@@ -75,6 +80,33 @@ pub struct CrawlArgs {
     /// in vision mode; go on otherwise].
     #[arg(long, value_enum)]
     pub on_secure: Option<OnSecure>,
+    /// Record the screen into the session's video/ (the device's screenrecord, in segments).
+    #[arg(long, help_heading = "Integrations")]
+    pub video: bool,
+    /// Seconds per video segment (screenrecord stops by itself at 180).
+    #[arg(
+        long,
+        default_value_t = 180,
+        value_name = "SECS",
+        value_parser = clap::value_parser!(u32).range(1..=180),
+        help_heading = "Integrations"
+    )]
+    pub video_segment: u32,
+    /// Capture the app's traffic with PCAPdroid (installed on the device) into the session's
+    /// traffic_captures/.
+    #[arg(long, help_heading = "Integrations")]
+    pub pcap: bool,
+    /// PCAPdroid's control API key, so that it needs no consent on the device [default:
+    /// `config secret pcapdroid_api_key`, PCAPDROID_API_KEY]
+    #[arg(long, value_name = "KEY", help_heading = "Integrations")]
+    pub pcapdroid_api_key: Option<String>,
+    /// Analyse the APK with MobSF after the crawl, into mobsf_scan_results/ [URL default:
+    /// `config set mobsf_url`, MOBSF_URL, http://localhost:8000]
+    #[arg(long, num_args = 0..=1, value_name = "URL", help_heading = "Integrations")]
+    pub mobsf: Option<Option<String>>,
+    /// MobSF's API key [default: `config secret mobsf_api_key`, MOBSF_API_KEY]
+    #[arg(long, value_name = "KEY", help_heading = "Integrations")]
+    pub mobsf_api_key: Option<String>,
 }
 
 /// What a crawl does on a secure screen.
@@ -82,6 +114,30 @@ pub struct CrawlArgs {
 pub enum OnSecure {
     Stop,
     Continue,
+}
+
+/// The MobSF server at `url` (else `mobsf_url`'s setting) with its key (`key_flag`, else
+/// `mobsf_api_key`'s); `Err` inside when there is no key.
+pub fn mobsf_config(
+    url: Option<&str>,
+    key_flag: Option<&str>,
+    settings: &mut Settings,
+) -> Result<Result<MobsfConfig, Unavailable>, config::Error> {
+    let url = match url {
+        Some(url) => url.to_string(),
+        None => settings
+            .plain("mobsf_url", None)?
+            .unwrap_or_else(|| "http://localhost:8000".into()),
+    };
+    Ok(match settings.secret("mobsf_api_key", key_flag)? {
+        Some(key) => Ok(MobsfConfig::new(url, key)),
+        None => Err(Unavailable {
+            integration: crate::integrations::mobsf::NAME,
+            reason: "no API key (--mobsf-api-key, `droid-crawl config secret mobsf_api_key`, \
+                     or MOBSF_API_KEY)"
+                .into(),
+        }),
+    })
 }
 
 fn report_format(name: &str) -> Result<Option<Format>, String> {
@@ -105,6 +161,37 @@ impl CrawlArgs {
         })
     }
 
+    /// The integrations these flags ask for onto `config`, and those that cannot be set up
+    /// (a key missing) as its warnings.
+    pub fn add_integrations(
+        &self,
+        config: &mut Config,
+        settings: &mut Settings,
+    ) -> Result<(), config::Error> {
+        let package = config.package.clone();
+        if self.video {
+            config.integrations.push(Box::new(Video::new(VideoConfig {
+                segment_secs: self.video_segment,
+                ..VideoConfig::default()
+            })));
+        }
+        if self.pcap {
+            let key = settings.secret("pcapdroid_api_key", self.pcapdroid_api_key.as_deref())?;
+            config
+                .integrations
+                .push(Box::new(Pcap::new(PcapConfig::new(&package, key))));
+        }
+        if let Some(url) = &self.mobsf {
+            match mobsf_config(url.as_deref(), self.mobsf_api_key.as_deref(), settings)? {
+                Ok(mobsf) => config
+                    .integrations
+                    .push(Box::new(MobsfIntegration::new(mobsf, package))),
+                Err(missing) => config.unavailable.push(missing),
+            }
+        }
+        Ok(())
+    }
+
     /// The crawl these flags describe for `package`, deciding with `decide`, stopped when
     /// `stop` is set (a signal).
     pub fn config(
@@ -115,6 +202,8 @@ impl CrawlArgs {
         stop: Arc<AtomicBool>,
     ) -> Config {
         Config {
+            integrations: Vec::new(),
+            unavailable: Vec::new(),
             package,
             allowed_packages: decide.prompt.allowed_packages.clone(),
             max_steps: self.max_steps,

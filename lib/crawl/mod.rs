@@ -25,6 +25,7 @@
 //! Recoveries are decisions of the driver (`decider: "droid-crawl"`), recorded like any other
 //! and learned by the decider like any decision not its own.
 
+mod attached;
 pub mod cli;
 pub mod control;
 pub mod coprocess;
@@ -42,15 +43,18 @@ use crate::act;
 use crate::capture::device::DeviceOptions;
 use crate::crash::ReproStep;
 use crate::decide::{self, Stop};
-use crate::device::{Device, DeviceError};
+use crate::device::{AdbDevice, Device, DeviceError};
 use crate::events::{
     now_ts, Action, ActionResult, ActionType, Decision, Event, Limits, Note, NoteKind, Observation,
     RunEnded, RunStarted,
 };
 use crate::explore::{ExploreError, Explorer};
+use crate::integrations::{Integration, SessionDir, Unavailable};
 use crate::report;
 use crate::screen::ScreenKey;
 use crate::store::{self, Store};
+use attached::Attached;
+pub use attached::{analyse_past_run, past_run_apk, PastRunError, GOALS};
 pub use control::{Command, Controls};
 use coprocess::{Coprocess, CoprocessError};
 use policy::{AnrDialog, ContextLoss, Stuck};
@@ -119,6 +123,11 @@ pub struct Config {
     /// Stop with ERROR on a secure screen (a black screenshot), rather than decide from the
     /// hierarchy alone.
     pub stop_on_secure: bool,
+    /// Integrations asked for (video, traffic capture, MobSF); the declared activities are
+    /// read in every crawl.
+    pub integrations: Vec<Box<dyn Integration>>,
+    /// Integrations asked for that cannot be set up (a key missing): warnings at the start.
+    pub unavailable: Vec<Unavailable>,
 }
 
 /// Whether a decider needs screenshots (a model in vision mode): the default of
@@ -235,9 +244,11 @@ pub fn validate(config: &Config, device: &dyn Device) -> (Vec<String>, Vec<Strin
 /// ends with `run_ended` and a summary, whatever happened.
 pub fn crawl(
     mut config: Config,
-    device: &dyn Device,
+    device: &AdbDevice,
     listener: &mut dyn Listener,
 ) -> Result<Summary, CrawlError> {
+    let client = device.client();
+    let device: &dyn Device = device;
     let (blocking, warnings) = validate(&config, device);
     if !blocking.is_empty() {
         return Err(CrawlError::Invalid(blocking));
@@ -342,7 +353,19 @@ pub fn crawl(
     for warning in warnings {
         run.note(NoteKind::Warning, &warning, None);
     }
+    let mut attached = Attached::check(
+        &mut run,
+        client,
+        SessionDir::new(&session_dir),
+        &config.package,
+        std::mem::take(&mut config.integrations),
+        &config.unavailable,
+    );
+    // Before the app is launched: the recording shows the launch, the capture its first
+    // connections.
+    attached.start(&mut run);
     let mut driver = Driver {
+        attached: Some(attached),
         config: &config,
         device,
         explorer,
@@ -374,6 +397,9 @@ pub fn crawl(
         "ERROR" => State::Error,
         _ => State::Stopped,
     };
+    if let Some(attached) = driver.attached.take() {
+        attached.finish(&mut run);
+    }
     if run.state != final_state {
         run.set_state(final_state, Some(&reason));
     }
@@ -668,6 +694,7 @@ impl Recorder {
 struct Driver<'c, 'd> {
     config: &'c Config,
     device: &'d dyn Device,
+    attached: Option<Attached<'d>>,
     explorer: Explorer<'d>,
     stage: Option<decide::Stage>,
     capture_cmd: Option<Coprocess>,
@@ -738,6 +765,9 @@ impl Driver<'_, '_> {
                 }
                 Err(error) => return ("ERROR", run.failed(&error)),
             }
+            if let Some(attached) = &mut self.attached {
+                attached.tick(run);
+            }
             run.recorder.commit();
             run.progress();
         }
@@ -783,6 +813,9 @@ impl Driver<'_, '_> {
         let step = run.step;
         let mut observation = self.observe(run, step)?;
         self.capture_failures = 0;
+        if let Some(attached) = &mut self.attached {
+            attached.observed(&mut observation);
+        }
         if observation.flags.secure && self.config.stop_on_secure {
             run.emit(Event::Observation(Box::new(observation)));
             return Err(StepError::Secure);

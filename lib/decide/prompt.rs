@@ -244,6 +244,19 @@ fn user_text(
             let _ = writeln!(text, "- step {step}: {} -> {}", entry.action, entry.outcome);
         }
     }
+    if !observation.unvisited_activities.is_empty() {
+        let names: Vec<&str> = observation
+            .unvisited_activities
+            .iter()
+            .map(|a| a.rsplit('.').next().unwrap_or(a))
+            .collect();
+        let _ = writeln!(
+            text,
+            "Activities of the app not visited yet (goals, when this screen leads towards one): \
+             {}.",
+            names.join(", ")
+        );
+    }
     let _ = writeln!(text, "is_stuck: {}", context.stuck_reason.is_some());
     if let Some(reason) = context.stuck_reason {
         let _ = writeln!(text, "stuck_reason: {reason}");
@@ -431,6 +444,27 @@ mod tests {
         assert!(!user.contains("step 5:") && user.contains("step 6:") && user.contains("step 20:"));
         assert!(user.contains("is_stuck: true\nstuck_reason: same screen 5 times"));
         assert!(user.contains("exactly ONE action"));
+    }
+
+    #[test]
+    fn unvisited_activities_are_offered_as_goals_by_their_short_names() {
+        let settings = PromptSettings {
+            text_only: true,
+            ..PromptSettings::default()
+        };
+        let none = build(&observation(None), &Context::default(), &settings);
+        assert!(!none.prompt.user.contains("not visited yet"));
+        let mut with_goals = observation(None);
+        with_goals.unvisited_activities = vec!["com.app.ui.CartActivity".into(), "Pay".into()];
+        let user = build(&with_goals, &Context::default(), &settings)
+            .prompt
+            .user;
+        assert!(
+            user.contains(
+                "not visited yet (goals, when this screen leads towards one): CartActivity, Pay."
+            ),
+            "{user}"
+        );
     }
 
     #[test]

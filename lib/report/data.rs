@@ -303,11 +303,26 @@ pub struct Artifacts {
     pub screenshots_dir: Option<PathBuf>,
     pub events: Option<PathBuf>,
     pub log: Option<PathBuf>,
-    pub video: Option<PathBuf>,
-    pub pcap: Option<PathBuf>,
-    pub mobsf: Option<PathBuf>,
+    /// The integrations' files (`artifact` notes' `files`, relative to the session folder),
+    /// those that exist.
+    pub video: Vec<PathBuf>,
+    pub pcap: Vec<PathBuf>,
+    pub mobsf: Vec<PathBuf>,
+    pub apk: Vec<PathBuf>,
     /// Report files a crawl wrote (`run_ended.reports`).
     pub reports: Vec<PathBuf>,
+}
+
+impl Artifacts {
+    /// The integrations' files by name, as reports list them.
+    pub fn integration_files(&self) -> [(&'static str, &[PathBuf]); 4] {
+        [
+            ("video", &self.video),
+            ("pcap", &self.pcap),
+            ("mobsf", &self.mobsf),
+            ("apk", &self.apk),
+        ]
+    }
 }
 
 /// Everything known about one run.
@@ -745,15 +760,27 @@ fn artifacts(db: &Path, row: &RunRow, notes: &[NoteRow], base: &Bases) -> Artifa
         .map(PathBuf::from)
         .filter(|p| p.is_dir());
     let inside = |rel: &str| session.as_ref().map(|s| s.join(rel)).filter(|p| p.exists());
-    let artifact = |kind: &str| {
-        notes
+    // The last note of the integration that names files.
+    let artifact = |kind: &str| -> Vec<PathBuf> {
+        let files = notes
             .iter()
             .rev()
             .filter(|n| n.kind == "artifact")
             .filter_map(|n| n.data.as_ref())
             .filter(|d| d.get("artifact").and_then(Value::as_str) == Some(kind))
-            .find_map(|d| d.get("path").and_then(Value::as_str))
-            .and_then(|p| base.resolve(Some(p)))
+            .filter_map(|d| d.get("files").and_then(Value::as_array))
+            .find(|files| !files.is_empty());
+        files
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|file| match &session {
+                Some(session) if Path::new(file).is_relative() => {
+                    Some(session.join(file)).filter(|p| p.is_file())
+                }
+                _ => base.resolve(Some(file)),
+            })
+            .collect()
     };
     let reports = row
         .ended
@@ -776,6 +803,7 @@ fn artifacts(db: &Path, row: &RunRow, notes: &[NoteRow], base: &Bases) -> Artifa
         video: artifact("video"),
         pcap: artifact("pcap"),
         mobsf: artifact("mobsf"),
+        apk: artifact("activities"),
         reports,
     }
 }

@@ -399,9 +399,11 @@ impl Page {
         row("screenshots", a.screenshots_dir.as_ref());
         row("events", a.events.as_ref());
         row("log", a.log.as_ref());
-        row("video", a.video.as_ref());
-        row("pcap", a.pcap.as_ref());
-        row("mobsf", a.mobsf.as_ref());
+        for (name, paths) in a.integration_files() {
+            for path in paths {
+                row(name, Some(path));
+            }
+        }
         self.body.push_str("</table>");
     }
 }

@@ -183,12 +183,14 @@ pub fn render(report: &Report) -> String {
         ("screenshots", a.screenshots_dir.as_ref()),
         ("events", a.events.as_ref()),
         ("log", a.log.as_ref()),
-        ("video", a.video.as_ref()),
-        ("pcap", a.pcap.as_ref()),
-        ("mobsf", a.mobsf.as_ref()),
     ];
     for (name, path) in files {
         if let Some(path) = path {
+            out.path(name, path);
+        }
+    }
+    for (name, paths) in a.integration_files() {
+        for path in paths {
             out.path(name, path);
         }
     }

@@ -33,7 +33,7 @@ pub fn droid(name: &str) -> Command {
             || key.starts_with("ANDROID_")
             || key.starts_with("ADB_")
             || key.ends_with("_API_KEY")
-            || key.ends_with("_BASE_URL")
+            || key.ends_with("_URL")
             || key == "NO_COLOR"
             || key == "RUST_LOG"
             || key.starts_with("TEST_");

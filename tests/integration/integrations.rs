@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use droid::adb::AdbClient;
 use droid::device::{AdbDevice, DeviceConfig};
-use droid::events::{Event, Note, NoteKind};
+use droid::events::{Note, NoteKind};
 use droid::integrations::activities::Activities;
 use droid::integrations::mobsf::{self, Mobsf, MobsfConfig, MobsfIntegration};
 use droid::integrations::pcap::{self, Pcap, PcapConfig};
@@ -827,107 +827,134 @@ fn mobsf_error_bodies_end_in_notes_that_say_what_mobsf_said() {
 
 // ------------------------------------------------------------------------------ a whole crawl
 
-#[test]
-fn a_crawl_with_every_integration_fills_run_stats_under_the_reference_names() {
-    use droid::capture::device::DeviceOptions;
-    use droid::decide::Decider;
-    use droid::explore::Explorer;
-    use droid::store::Store;
-
-    let phone = Phone::new(json!({
-        "pcapdroid": {"api_key": PCAPDROID_KEY},
-        "apk": {"extra_activities": [".NeverShownActivity"]}
-    }));
-    let session = phone.session();
-    let server = mobsf_server(None);
-    let mut integrations: Vec<Box<dyn Integration>> = vec![
-        Box::new(Activities::new(TINY)),
-        Box::new(Video::new(VideoConfig {
-            segment_secs: 2,
-            bit_rate: None,
-            size: Some((360, 640)),
-        })),
-        Box::new(Pcap::new(pcap_config(Some(PCAPDROID_KEY)))),
-        Box::new(MobsfIntegration::new(
-            MobsfConfig::new(&server.url, Secret::new(MOBSF_KEY)),
-            TINY,
-        )),
-    ];
-    let mut notes = Vec::new();
-    for integration in &mut integrations {
-        integration.check(phone.adb()).unwrap();
-        notes.extend(integration.start(phone.adb(), &session));
-    }
-    let capture = DeviceOptions {
-        out_dir: session.root().join("screenshots"),
-        screenshot: true,
-        concurrent: true,
-        run_id: Some("r1".into()),
-        step: None,
-        step_names: false,
-    };
-    let explorer = Explorer::new(&phone.device, capture, crate::explore::quick_act()).unwrap();
-    let mut stage = crate::explore::stage_for("builtin:tiny", Decider::Heuristic, 0, Vec::new());
-    let mut events = vec![Event::RunStarted(droid::events::RunStarted {
-        run_id: "r1".into(),
-        package: Some(TINY.into()),
-        session_dir: Some(session.root().display().to_string()),
-        ..Default::default()
-    })];
-    let mut activities_seen = std::collections::BTreeSet::new();
-    for step in 1..=8 {
-        let taken = explorer.step(step, &mut stage).unwrap();
-        if let Some(activity) = &taken.observation.activity {
-            activities_seen.insert(activity.clone());
-        }
-        events.extend(taken.events());
-        for integration in &mut integrations {
-            integration.observed(&taken.observation);
-            notes.extend(integration.tick(phone.adb()));
-        }
-    }
-    for integration in &mut integrations {
-        notes.extend(integration.finish(phone.adb(), &session));
-    }
-    assert!(warnings(&notes).is_empty(), "{notes:#?}");
-    let video = artifact(&notes, "video");
-    let capture = artifact(&notes, "pcap");
-    let security = artifact(&notes, "mobsf");
-    let declared = artifact(&notes, "activities");
-    for data in [&video, &capture, &security, &declared] {
-        assert!(data.get("error").is_none(), "{data}");
-    }
-    events.extend(notes.into_iter().map(|mut note| {
-        note.run_id = Some("r1".into());
-        Event::Note(note)
-    }));
-
-    let db = phone.dir.path().join("crawler.db");
-    let store = Store::open(&db).unwrap();
-    let mut ingest = store.ingest();
-    for event in events.clone() {
-        ingest.push_event(event).unwrap();
-    }
-    ingest.finish().unwrap();
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let stats: Value = conn
-        .query_row(
-            "SELECT json_object('video_file_size_bytes', video_file_size_bytes,
-               'video_duration_seconds', video_duration_seconds,
-               'pcap_file_size_bytes', pcap_file_size_bytes, 'pcap_packet_count', pcap_packet_count,
-               'mobsf_security_score', mobsf_security_score, 'mobsf_high_issues', mobsf_high_issues,
-               'mobsf_medium_issues', mobsf_medium_issues, 'mobsf_low_issues', mobsf_low_issues,
-               'unique_activities_visited', unique_activities_visited) FROM run_stats",
-            [],
-            |r| r.get::<_, String>(0),
-        )
-        .map(|text| serde_json::from_str(&text).unwrap())
+/// droid-crawl's run in `dir` on `model` with `args`: its events, stderr and exit code.
+fn crawl_in(
+    dir: &std::path::Path,
+    model: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Vec<Value>, String, Option<i32>) {
+    let output = crate::common::droid("droid-crawl")
+        .args(["--sim", model, "--pause-ms", "0", "--report", "json,html"])
+        .args(["--db", &dir.join("crawler.db").display().to_string()])
+        .args(["--out", &dir.join("out").display().to_string()])
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
         .unwrap();
-    assert_eq!(stats["video_file_size_bytes"], video["size_bytes"]);
-    assert_eq!(stats["video_duration_seconds"], video["duration_seconds"]);
+    let events = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (
+        events,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        output.status.code(),
+    )
+}
+
+fn noted<'e>(events: &'e [Value], kind: &str, name: &str) -> Vec<&'e Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "note" && e["kind"] == kind)
+        .filter(|e| e["data"]["artifact"] == name || e["data"]["integration"] == name)
+        .collect()
+}
+
+fn run_stats(db: &std::path::Path) -> Value {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(
+        "SELECT json_object('video_file_size_bytes', video_file_size_bytes,
+           'video_duration_seconds', video_duration_seconds,
+           'pcap_file_size_bytes', pcap_file_size_bytes, 'pcap_packet_count', pcap_packet_count,
+           'mobsf_security_score', mobsf_security_score, 'mobsf_high_issues', mobsf_high_issues,
+           'mobsf_medium_issues', mobsf_medium_issues, 'mobsf_low_issues', mobsf_low_issues,
+           'unique_activities_visited', unique_activities_visited) FROM run_stats",
+        [],
+        |r| r.get::<_, String>(0),
+    )
+    .map(|text| serde_json::from_str(&text).unwrap())
+    .unwrap()
+}
+
+/// Every file under `dir`, read.
+fn all_bytes(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(all_bytes(&path));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_crawl_with_every_integration_fills_run_stats_and_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_with(
+        dir.path(),
+        "tiny",
+        json!({
+            "pcapdroid": {"api_key": PCAPDROID_KEY},
+            "apk": {"extra_activities": [".NeverShownActivity"]}
+        }),
+    );
+    let server = mobsf_server(None);
+    let (events, stderr, code) = crawl_in(
+        dir.path(),
+        &model,
+        &[
+            "--max-steps",
+            "8",
+            "--video",
+            "--video-segment",
+            "2",
+            "--pcap",
+            "--mobsf",
+            &server.url,
+        ],
+        &[
+            ("MOBSF_API_KEY", MOBSF_KEY),
+            ("PCAPDROID_API_KEY", PCAPDROID_KEY),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let warned: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "note" && e["kind"] == "warning")
+        .collect();
+    assert!(warned.is_empty(), "{warned:#?}");
+    let last = |name: &str| noted(&events, "artifact", name).last().copied().cloned();
+    let video = last("video").expect("a video note");
+    let capture = last("pcap").expect("a pcap note");
+    let security = last("mobsf").expect("a mobsf note");
+    let coverage = last("activities").expect("an activities note");
+    for data in [&video, &capture, &security, &coverage] {
+        assert!(data["data"].get("error").is_none(), "{data}");
+    }
+    // Every observation offers the declared activities not shown yet.
+    let observed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "observation")
+        .collect();
+    assert!(observed.iter().all(|o| o["unvisited_activities"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("com.example.tiny.NeverShownActivity"))));
+
+    let db = dir.path().join("crawler.db");
+    let stats = run_stats(&db);
+    assert_eq!(stats["video_file_size_bytes"], video["data"]["size_bytes"]);
+    assert_eq!(
+        stats["video_duration_seconds"],
+        video["data"]["duration_seconds"]
+    );
     assert!(stats["video_duration_seconds"].as_f64().unwrap() > 0.0);
-    assert_eq!(stats["pcap_file_size_bytes"], capture["size_bytes"]);
-    assert_eq!(stats["pcap_packet_count"], capture["packet_count"]);
+    assert_eq!(stats["pcap_file_size_bytes"], capture["data"]["size_bytes"]);
+    assert_eq!(stats["pcap_packet_count"], capture["data"]["packet_count"]);
     assert_eq!(stats["mobsf_security_score"], 52.0);
     assert_eq!(
         (
@@ -938,39 +965,182 @@ fn a_crawl_with_every_integration_fills_run_stats_under_the_reference_names() {
         (&json!(1), &json!(1), &json!(1))
     );
     // Activities the crawl showed that the APK declares: the launcher's do not count.
-    let declared: Vec<String> = serde_json::from_value(declared["declared"].clone()).unwrap();
-    let visited = activities_seen
+    let visited = coverage["data"]["visited"].as_array().unwrap().len();
+    let shown: std::collections::BTreeSet<&str> = observed
         .iter()
-        .filter(|a| declared.contains(a))
-        .count();
-    assert!(
-        visited >= 1 && visited < declared.len(),
-        "{activities_seen:?} of {declared:?}"
-    );
+        .filter_map(|o| o["activity"].as_str())
+        .filter(|a| a.starts_with(TINY))
+        .collect();
+    assert_eq!(visited, shown.len());
     assert_eq!(stats["unique_activities_visited"], visited);
-    let coverage = artifact(
-        &events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Note(note) => Some(note.clone()),
-                _ => None,
-            })
-            .collect::<Vec<_>>(),
-        "activities",
-    );
-    assert_eq!(coverage["visited"].as_array().unwrap().len(), visited);
-    assert!(coverage["unvisited"]
+    assert!(coverage["data"]["unvisited"]
         .as_array()
         .unwrap()
         .contains(&json!("com.example.tiny.NeverShownActivity")));
-    // The keys are nowhere in the database (nor in its write-ahead log).
-    drop(store);
-    let mut bytes = std::fs::read(&db).unwrap();
-    bytes.extend(std::fs::read(db.with_extension("db-wal")).unwrap_or_default());
-    for key in [MOBSF_KEY, PCAPDROID_KEY] {
-        assert!(
-            !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
-            "{key} in crawler.db"
-        );
+
+    // The reports carry the figures and list the files.
+    let session = std::path::PathBuf::from(events.last().unwrap()["session_dir"].as_str().unwrap());
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(session.join("report.json")).unwrap())
+            .unwrap();
+    let text = report.to_string();
+    for figure in [
+        "mobsf_security_score",
+        "pcap_packet_count",
+        "video_duration_seconds",
+    ] {
+        assert!(text.contains(figure), "{figure} in report.json");
     }
+    let artifacts = &report["artifacts"];
+    assert!(
+        !artifacts["video"].as_array().unwrap().is_empty(),
+        "{artifacts}"
+    );
+    assert_eq!(
+        artifacts["pcap"].as_array().unwrap().len(),
+        1,
+        "{artifacts}"
+    );
+    assert_eq!(
+        artifacts["mobsf"].as_array().unwrap().len(),
+        2,
+        "{artifacts}"
+    );
+    let html = std::fs::read_to_string(session.join("report.html")).unwrap();
+    assert!(html.contains("session_capture.pcap") && html.contains("crawl_recording"));
+    assert!(
+        stderr.contains("traffic_captures/session_capture.pcap"),
+        "{stderr}"
+    );
+
+    // The keys are nowhere: not in events, logs, reports, crawler.db or its write-ahead log.
+    for key in [MOBSF_KEY, PCAPDROID_KEY] {
+        assert!(!stderr.contains(key));
+        // (The model, the simulated phone's own settings, holds PCAPdroid's key.)
+        let written = all_bytes(dir.path())
+            .into_iter()
+            .filter(|(path, _)| path != std::path::Path::new(&model));
+        for (path, bytes) in written {
+            assert!(
+                !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+                "{key} in {}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn integrations_that_cannot_work_are_warnings_and_the_crawl_goes_on() {
+    // No PCAPdroid on the device, MobSF without a key, MobSF unreachable.
+    let dir = tempfile::tempdir().unwrap();
+    let (events, stderr, code) = crawl_in(
+        dir.path(),
+        "builtin:tiny",
+        &["--max-steps", "4", "--pcap", "--mobsf"],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(events.last().unwrap()["status"], "COMPLETED");
+    let pcap = noted(&events, "warning", "pcap");
+    assert!(pcap[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not installed"));
+    let mobsf = noted(&events, "warning", "mobsf");
+    assert!(mobsf[0]["message"].as_str().unwrap().contains("no API key"));
+    assert!(stderr.contains("pcap: PCAPdroid") && stderr.contains("mobsf: no API key"));
+    assert!(noted(&events, "artifact", "pcap").is_empty());
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let (events, stderr, code) = crawl_in(
+        dir.path(),
+        "builtin:tiny",
+        &["--max-steps", "3", "--mobsf", &url],
+        &[("MOBSF_API_KEY", MOBSF_KEY)],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(noted(&events, "warning", "mobsf").len(), 1, "{stderr}");
+    assert!(noted(&events, "artifact", "mobsf").is_empty());
+}
+
+#[test]
+fn a_past_run_is_analysed_by_mobsf_and_its_figures_join_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, stderr, code) = crawl_in(dir.path(), "builtin:tiny", &["--max-steps", "3"], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = events.last().unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let db = dir.path().join("crawler.db").display().to_string();
+    let analyse = |url: &str, key: &str| {
+        crate::common::droid("droid-crawl")
+            .args(["mobsf", "--run", &run, "--db", &db, "--url", url])
+            .env("MOBSF_API_KEY", key)
+            .output()
+            .unwrap()
+    };
+
+    // The key is refused: a clear error, nothing recorded.
+    let server = mobsf_server(None);
+    let refused = analyse(&server.url, "not-the-key");
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("refused the API key"), "{said}");
+    assert!(run_stats(std::path::Path::new(&db))["mobsf_security_score"].is_null());
+
+    // The APK the crawl saved is analysed without a device (the simulator is gone).
+    let done = analyse(&server.url, MOBSF_KEY);
+    let said = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!("droid-report --run {run}")),
+        "{said}"
+    );
+    let stats = run_stats(std::path::Path::new(&db));
+    assert_eq!(stats["mobsf_security_score"], 52.0);
+    let session = std::path::PathBuf::from(events.last().unwrap()["session_dir"].as_str().unwrap());
+    let logged = std::fs::read_to_string(session.join("events.jsonl")).unwrap();
+    assert!(logged
+        .lines()
+        .last()
+        .unwrap()
+        .contains("\"artifact\":\"mobsf\""));
+    assert!(!logged.contains(MOBSF_KEY));
+}
+
+#[test]
+fn a_recording_cut_by_a_device_that_blinks_is_a_warning_and_the_crawl_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, stderr, code) = crawl_in(
+        dir.path(),
+        "builtin:tiny",
+        &[
+            "--max-steps",
+            "10",
+            "--video",
+            "--sim-fault",
+            "disconnect-after:40:1",
+            "--wait-for-device",
+            "10",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(events.last().unwrap()["status"], "COMPLETED");
+    let cut = noted(&events, "warning", "video");
+    assert!(!cut.is_empty(), "{stderr}");
+    assert!(cut[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("segment 1 failed"));
+    // What was recorded before and after the cut is still pulled and measured.
+    let video = noted(&events, "artifact", "video");
+    let data = &video.last().unwrap()["data"];
+    assert!(data["segments"].as_u64().unwrap() >= 2, "{data}");
+    assert!(data["size_bytes"].as_u64().unwrap() > 0, "{data}");
 }
