@@ -241,7 +241,7 @@ fn crawl(
         test_password: settings.secret("test_password", decider.test_password.as_deref())?,
         ..droid::act::Config::default()
     };
-    let mut config = args.config(package, decide, act, stop);
+    let mut config = args.config(package, decide, act, stop, &mut settings)?;
     args.add_integrations(&mut config, &mut settings)?;
     let mut console = common::console::Console::new(io::stdout().lock(), verbose, quiet);
     let summary = crawl::crawl(config, &device, &mut console)?;

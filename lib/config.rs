@@ -472,7 +472,34 @@ pub const KNOWN: &[(&str, bool, Option<&str>)] = &[
     ("mobsf_api_key", true, None),
     ("mobsf_url", false, Some("http://localhost:8000")),
     ("pcapdroid_api_key", true, None),
+    // What to crawl with and how long (droid-crawl, droid-decide); environment `DROID_<KEY>`.
+    ("decider", false, Some("heuristic")),
+    ("model", false, None),
+    ("system_prompt", false, None),
+    ("allowed_packages", false, None),
+    ("max_steps", false, Some("15")),
+    ("max_duration", false, Some("600")),
 ];
+
+/// Settings whose environment variable is `DROID_<KEY>` rather than `<KEY>`: names such as
+/// `MODEL` are too common to read from anyone's environment.
+const DROID_ENV: &[&str] = &[
+    "decider",
+    "model",
+    "system_prompt",
+    "allowed_packages",
+    "max_steps",
+    "max_duration",
+];
+
+/// The environment variable a setting is read from.
+pub fn env_name(key: &str) -> String {
+    let key = normalize(key);
+    match DROID_ENV.contains(&key.as_str()) {
+        true => format!("DROID_{}", key.to_ascii_uppercase()),
+        false => key.to_ascii_uppercase(),
+    }
+}
 
 /// Environment names kept from before the resolver (`DROID_TEST_PASSWORD`): each stands for its
 /// canonical name when that one is unset.
@@ -607,11 +634,7 @@ impl Settings {
                 return found(wrap(setting.value, secret_key), Source::UserConfig);
             }
         }
-        if let Some(value) = self
-            .env
-            .get(&key.to_ascii_uppercase())
-            .filter(|v| !v.is_empty())
-        {
+        if let Some(value) = self.env.get(&env_name(&key)).filter(|v| !v.is_empty()) {
             return found(wrap(value.clone(), secret_key), Source::Environment);
         }
         if let Some(default) = known.and_then(|(_, _, default)| *default) {

@@ -40,17 +40,13 @@ pub struct CrawlArgs {
     /// With --sim: write the simulator's ground truth (screens shown, input received) here.
     #[arg(long, value_name = "FILE", requires = "sim")]
     pub sim_truth_log: Option<PathBuf>,
-    /// Steps before the crawl ends.
-    #[arg(long, default_value_t = 15, env = "DROID_MAX_STEPS")]
-    pub max_steps: u64,
-    /// Seconds before the crawl ends.
-    #[arg(
-        long,
-        default_value_t = 600,
-        env = "DROID_MAX_DURATION",
-        value_name = "SECS"
-    )]
-    pub max_duration: u64,
+    /// Steps before the crawl ends [default: `config set max_steps`, DROID_MAX_STEPS, 15]
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// Seconds before the crawl ends [default: `config set max_duration`,
+    /// DROID_MAX_DURATION, 600]
+    #[arg(long, value_name = "SECS")]
+    pub max_duration: Option<u64>,
     /// Where session folders are made.
     #[arg(long, default_value = "output_data", env = "DROID_OUT")]
     pub out: PathBuf,
@@ -140,6 +136,17 @@ pub fn mobsf_config(
     })
 }
 
+/// A limit from its flag, else its setting (a whole number).
+fn limit(settings: &mut Settings, key: &str, flag: Option<u64>) -> Result<u64, config::Error> {
+    let flag = flag.map(|n| n.to_string());
+    let value = settings.plain(key, flag.as_deref())?.unwrap_or_default();
+    value.trim().parse().map_err(|_| config::Error::BadValue {
+        key: key.to_string(),
+        value,
+        kind: config::ValueType::Int,
+    })
+}
+
 fn report_format(name: &str) -> Result<Option<Format>, String> {
     match name {
         "none" => Ok(None),
@@ -200,14 +207,17 @@ impl CrawlArgs {
         decide: crate::decide::Config,
         act: crate::act::Config,
         stop: Arc<AtomicBool>,
-    ) -> Config {
-        Config {
+        settings: &mut Settings,
+    ) -> Result<Config, config::Error> {
+        let max_steps = limit(settings, "max_steps", self.max_steps)?;
+        let max_duration = limit(settings, "max_duration", self.max_duration)?;
+        Ok(Config {
             integrations: Vec::new(),
             unavailable: Vec::new(),
             package,
             allowed_packages: decide.prompt.allowed_packages.clone(),
-            max_steps: self.max_steps,
-            max_duration: Duration::from_secs(self.max_duration),
+            max_steps,
+            max_duration: Duration::from_secs(max_duration),
             out_dir: self.out.clone(),
             db: self.db.clone(),
             act: crate::act::Config {
@@ -228,6 +238,6 @@ impl CrawlArgs {
                 None => super::needs_screenshots(&decide),
             },
             decide,
-        }
+        })
     }
 }

@@ -1038,10 +1038,11 @@ impl Driver<'_, '_> {
         }
         if ours || allowed {
             if let Some(loss) = self.context.back_in_app() {
+                let detected_at = run.step.saturating_sub(u64::from(loss));
                 run.note(
                     NoteKind::ContextLoss,
                     "back in the app",
-                    Some(json!({"recovered": true, "steps": loss})),
+                    Some(json!({"recovered": true, "steps": loss, "detected_at": detected_at})),
                 );
             }
             return Ok(None);
@@ -1083,13 +1084,17 @@ impl Driver<'_, '_> {
             return Ok(Some(decision));
         }
         let times = self.context.lost(package);
+        // The loss's later steps name the step it began at: one loss, counted once.
+        let mut data = json!({"package": package, "times": times});
+        if times > 1 {
+            data["detected_at"] = json!(run.step.saturating_sub(u64::from(times - 1)));
+        }
         run.note(
             NoteKind::ContextLoss,
             &format!("{package} is in front, not {}", self.config.package),
-            Some(json!({"package": package, "times": times})),
+            Some(data),
         );
         if times >= policy::BACKS_BEFORE_RELAUNCH {
-            self.context.reset();
             run.note(
                 NoteKind::Relaunch,
                 &format!(

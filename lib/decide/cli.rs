@@ -1,7 +1,7 @@
 //! The decider flags droid-decide and droid-crawl share: who decides, the model and its
 //! endpoint and key, the prompt, the test credentials, the limits of a model call.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::prompt::PromptSettings;
@@ -23,7 +23,12 @@ Keys and endpoints (flag > user_config.db key > environment > default):
               --api-key, openai_api_key, OPENAI_API_KEY
   Test credentials: --test-email, --test-username, --test-password, or test_email, ...
   in user_config.db, or TEST_EMAIL, TEST_USERNAME, TEST_PASSWORD (DROID_TEST_* also read).
-  Store a key encrypted: droid-crawl config secret gemini_api_key";
+  Store a key encrypted: droid-crawl config secret gemini_api_key
+Settings (flag > user_config.db key > environment > default):
+  --decider decider DROID_DECIDER, --model model DROID_MODEL, --system-prompt system_prompt
+  DROID_SYSTEM_PROMPT, --allow-package allowed_packages (A,B) DROID_ALLOWED_PACKAGES;
+  droid-crawl also --max-steps max_steps DROID_MAX_STEPS, --max-duration max_duration
+  DROID_MAX_DURATION. Store one: droid-crawl config set max_steps 50";
 
 /// Who decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -81,11 +86,12 @@ pub enum Unreachable {
 /// The decider flags; flatten into a binary's arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DeciderArgs {
-    /// Who decides.
-    #[arg(long, value_enum, default_value = "heuristic", env = "DROID_DECIDER")]
-    pub decider: DeciderArg,
-    /// Model name (provider deciders); each provider has a default.
-    #[arg(long, global = true, env = "DROID_MODEL")]
+    /// Who decides [default: `config set decider`, DROID_DECIDER, heuristic]
+    #[arg(long, value_enum)]
+    pub decider: Option<DeciderArg>,
+    /// Model name (provider deciders) [default: `config set model`, DROID_MODEL, the
+    /// provider's default]
+    #[arg(long, global = true)]
     pub model: Option<String>,
     /// Provider endpoint (proxies, self-hosted servers, tests).
     #[arg(long, global = true)]
@@ -93,7 +99,8 @@ pub struct DeciderArgs {
     /// API key; prefer the provider's environment variable (a flag shows in `ps`).
     #[arg(long, global = true, hide_env_values = true)]
     pub api_key: Option<String>,
-    /// Replace the default system prompt with this file's text.
+    /// Replace the default system prompt with this file's text [default: `config set
+    /// system_prompt`, DROID_SYSTEM_PROMPT]
     #[arg(long)]
     pub system_prompt: Option<PathBuf>,
     /// Send the pruned UI tree with refs instead of the screenshot.
@@ -105,7 +112,8 @@ pub struct DeciderArgs {
     /// Seed of the heuristic's tie-breaks and of random.
     #[arg(long, default_value_t = 0, env = "DROID_SEED")]
     pub seed: u64,
-    /// Another package the exploration may enter (repeatable).
+    /// Another package the exploration may enter (repeatable) [default: `config set
+    /// allowed_packages A,B`, DROID_ALLOWED_PACKAGES]
     #[arg(long = "allow-package")]
     pub allow_packages: Vec<String>,
     /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db, when it exists]
@@ -137,6 +145,22 @@ pub struct DeciderArgs {
 }
 
 impl DeciderArgs {
+    /// Who decides: `--decider`, else the `decider` setting.
+    pub fn decider_arg(&self, settings: &mut Settings) -> Result<DeciderArg, Error> {
+        if let Some(decider) = self.decider {
+            return Ok(decider);
+        }
+        let name = settings
+            .plain("decider", None)?
+            .unwrap_or_else(|| "heuristic".into());
+        <DeciderArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
+            Error::Flag(format!(
+                "decider {name:?} (from user_config.db or DROID_DECIDER) is none of heuristic, \
+                 random, gemini, openrouter, ollama, openai"
+            ))
+        })
+    }
+
     /// The settings of user_config.db these flags read.
     pub fn settings(&self) -> Result<Settings, Error> {
         Ok(Settings::for_binary(self.config_db.as_deref())?)
@@ -148,9 +172,10 @@ impl DeciderArgs {
         kind: ProviderKind,
         settings: &mut Settings,
     ) -> Result<ProviderConfig, Error> {
+        let model = settings.plain("model", self.model.as_deref())?;
         let config = ProviderConfig::resolve(
             kind,
-            self.model.as_deref(),
+            model.as_deref(),
             self.base_url.as_deref(),
             self.api_key.as_deref(),
             settings,
@@ -172,14 +197,29 @@ impl DeciderArgs {
         history: Vec<crate::events::Event>,
     ) -> Result<Config, Error> {
         let mut settings = self.settings()?;
-        let decider = match self.decider.provider() {
+        let chosen = self.decider_arg(&mut settings)?;
+        let decider = match chosen.provider() {
             Some(provider) => Decider::Model(self.provider(provider.into(), &mut settings)?),
-            None if self.decider == DeciderArg::Random => Decider::Random,
+            None if chosen == DeciderArg::Random => Decider::Random,
             None => Decider::Heuristic,
         };
-        let system_prompt = match &self.system_prompt {
-            Some(path) => Some(super::read_system_prompt(path)?),
+        let flag = self.system_prompt.as_ref().map(|p| p.display().to_string());
+        let system_prompt = match settings.plain("system_prompt", flag.as_deref())? {
+            Some(path) => Some(super::read_system_prompt(Path::new(&path))?),
             None => None,
+        };
+        let allowed_packages = match self.allow_packages.is_empty() {
+            false => self.allow_packages.clone(),
+            true => settings
+                .plain("allowed_packages", None)?
+                .map(|list| {
+                    list.split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         Ok(Config {
             decider,
@@ -188,7 +228,7 @@ impl DeciderArgs {
                 system_prompt,
                 text_only: self.text_only,
                 package,
-                allowed_packages: self.allow_packages.clone(),
+                allowed_packages,
                 credentials: Credentials::resolve(
                     self.test_email.as_deref(),
                     self.test_username.as_deref(),

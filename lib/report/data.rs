@@ -714,7 +714,13 @@ fn run_stats(
         ("batch_success_rate", batch_success_rate),
         (
             "context_loss_count",
-            Value::from(notes.iter().filter(|n| n.kind == "context_loss").count()),
+            Value::from(
+                notes
+                    .iter()
+                    .filter(|n| n.kind == "context_loss")
+                    .filter(|n| n.data.as_ref().is_none_or(|d| d["detected_at"].is_null()))
+                    .count(),
+            ),
         ),
         ("device_id", Value::from(run.device_id.clone())),
         (

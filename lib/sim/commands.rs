@@ -1174,19 +1174,21 @@ impl Device {
                 break received;
             }
         };
-        guard(&self.processes).retain(|p| p.pid != pid);
         let length = started.elapsed().min(Duration::from_secs(limit));
         let encoder_error = recording.error.clone();
-        let video = match recording.finish(length, ended == Signal::Stop) {
-            Ok(video) => video,
-            Err(err) => return error(format!("Unable to write '{path}': {err}\n"), 1),
-        };
-        match lock(fs).write(&path, &video, false) {
-            Ok(()) => match encoder_error {
-                None => Output::default(),
-                Some(err) => error(format!("Encoder failed: {err}\n"), 1),
-            },
-            Err(err) => error(format!("Unable to write '{path}': {err}\n"), 1),
+        let written = recording
+            .finish(length, ended == Signal::Stop)
+            .and_then(|video| {
+                lock(fs)
+                    .write(&path, &video, false)
+                    .map_err(|e| e.to_string())
+            });
+        // The process is gone only once its file is complete, as `pidof` shows on a device.
+        guard(&self.processes).retain(|p| p.pid != pid);
+        match (written, encoder_error) {
+            (Err(err), _) => error(format!("Unable to write '{path}': {err}\n"), 1),
+            (Ok(()), Some(err)) => error(format!("Encoder failed: {err}\n"), 1),
+            (Ok(()), None) => Output::default(),
         }
     }
 

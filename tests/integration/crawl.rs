@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::droid;
 
@@ -142,6 +142,20 @@ fn the_shop_is_explored_whole_its_crash_recorded_and_the_browser_left() {
         .iter()
         .any(|n| n["data"]["package"] == "com.android.chrome"));
     assert!(losses.iter().any(|n| n["data"]["recovered"] == true));
+    // Each loss counts once however many steps it lasted.
+    let began = losses
+        .iter()
+        .filter(|n| n["data"]["detected_at"].is_null())
+        .count();
+    let back = losses
+        .iter()
+        .filter(|n| n["data"]["recovered"] == true)
+        .count();
+    let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!("context lost {began} (recovered {back})")),
+        "{stderr}"
+    );
     // What stdout carried is what crawler.db and the session folder hold.
     let run = ended(&events)["run_id"].as_str().unwrap();
     let stats =
@@ -432,4 +446,68 @@ for line in sys.stdin:
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("exited before answering"), "{stderr}");
     assert_eq!(ended(&self::events(&output))["status"], "ERROR");
+}
+
+#[test]
+fn settings_resolve_flag_then_user_config_then_environment() {
+    let place = Place::new();
+    let config_db = place.dir.path().join("user_config.db");
+    let config_arg = config_db.display().to_string();
+    for (key, value) in [("max_steps", "3"), ("decider", "random")] {
+        let set = droid("droid-crawl")
+            .args(["config", "--config-db", &config_arg, "set", key, value])
+            .output()
+            .unwrap();
+        assert!(set.status.success(), "{set:?}");
+    }
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let output = place
+            .crawl(&["--sim", "builtin:tiny", "--config-db", &config_arg])
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let events = events(&output);
+        let started = events[0].clone();
+        (started["decider"].clone(), ended(&events)["steps"].clone())
+    };
+    // user_config.db beats the environment; a flag beats both.
+    let env = [("DROID_MAX_STEPS", "5"), ("DROID_DECIDER", "heuristic")];
+    assert_eq!(run(&[], &env), (json!("random"), json!(3)));
+    assert_eq!(
+        run(&["--max-steps", "2", "--decider", "heuristic"], &env),
+        (json!("heuristic"), json!(2))
+    );
+    // The environment beats the default.
+    let bare = Place::new();
+    let output = bare
+        .crawl(&["--sim", "builtin:tiny"])
+        .env("DROID_MAX_STEPS", "4")
+        .output()
+        .unwrap();
+    assert_eq!(ended(&events(&output))["steps"], 4);
+    // A setting that is not a number is a clear error.
+    let bad = droid("droid-crawl")
+        .args([
+            "config",
+            "--config-db",
+            &config_arg,
+            "set",
+            "max_steps",
+            "many",
+        ])
+        .output()
+        .unwrap();
+    assert!(bad.status.success());
+    let output = place
+        .crawl(&["--sim", "builtin:tiny", "--config-db", &config_arg])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("max_steps") && stderr.contains("many"),
+        "{stderr}"
+    );
 }
