@@ -1,5 +1,6 @@
 # droid — build, test and measure. `make` lists the targets.
 .DEFAULT_GOAL := help
+SHELL := /bin/bash
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 
@@ -26,8 +27,8 @@ test: fmt-check lint ## fmt check, clippy and every test (what CI runs)
 schema: ## Regenerate docs/events.schema.json from the event types
 	DROID_WRITE_SCHEMA=1 $(CARGO) test $(CARGO_FLAGS) --test integration events::schema_is_current
 
-bench: ## Performance numbers (medians), see docs/benchmarks.md
-	$(CARGO) bench $(CARGO_FLAGS) --bench bench
+bench: ## Performance numbers (medians) into BENCH.md and bench.json, see docs/benchmarks.md
+	set -o pipefail; $(CARGO) bench $(CARGO_FLAGS) --bench bench -- --json=bench.json | tee BENCH.md
 
 coverage: ## Screens each decider reaches on every app model, and identity rules against the truth (tables on stdout; minutes)
 	$(CARGO) bench $(CARGO_FLAGS) --bench bench -- coverage identity

@@ -181,7 +181,12 @@ pub struct Device {
     /// The intent (its fields before `cmp=`) and caller uid of a launch a command is making,
     /// for the activity log.
     launching: Mutex<Option<(String, u32)>>,
+    /// When each of the last [`BUSY_KEPT`] commands ran, latency included.
+    busy: Mutex<std::collections::VecDeque<(Instant, Instant)>>,
 }
+
+/// How many command periods a device keeps for [`Device::busy_periods`].
+pub const BUSY_KEPT: usize = 65_536;
 
 /// What the activity manager's log is written from: the state before and after a command.
 struct Moment {
@@ -230,7 +235,14 @@ impl Device {
             screen_on: AtomicBool::new(true),
             booted: Instant::now(),
             launching: Mutex::new(None),
+            busy: Mutex::new(std::collections::VecDeque::new()),
         }
+    }
+
+    /// When the device was busy: the start and end of each of its last [`BUSY_KEPT`] commands
+    /// (their latency included), oldest first. Commands of several connections may overlap.
+    pub fn busy_periods(&self) -> Vec<(Instant, Instant)> {
+        guard(&self.busy).iter().copied().collect()
     }
 
     fn world(&self) -> MutexGuard<'_, World> {
@@ -1364,6 +1376,7 @@ impl Programs for Device {
         if let Some(name) = program_name(&argv[0]) {
             named[0] = name.to_string();
         }
+        let started = Instant::now();
         let delay = self.latency.delay(&named);
         if !delay.is_zero() {
             std::thread::sleep(delay);
@@ -1371,6 +1384,11 @@ impl Programs for Device {
         let before = self.moment();
         let output = self.dispatch(argv, session, fs);
         self.log_changes(&before, &self.moment());
+        let mut busy = guard(&self.busy);
+        if busy.len() == BUSY_KEPT {
+            busy.pop_front();
+        }
+        busy.push_back((started, Instant::now()));
         output
     }
 }
