@@ -73,7 +73,8 @@ fn main() {
     let wanted: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     println!(
         "# droid benchmarks\n\nWritten by `make bench` (`cargo bench --bench bench`); medians on \
-         this machine: {} CPUs, {}.\n",
+         this machine: {} CPUs, {}. What each section measures, and its target: \
+         [docs/benchmarks.md](docs/benchmarks.md).\n",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         chrono::Utc::now().format("%Y-%m-%d")
     );
@@ -113,6 +114,20 @@ fn median<T>(runs: usize, f: impl FnMut() -> T) -> Duration {
 
 fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
+}
+
+/// A duration in the unit that suits it, three significant digits or so.
+fn duration(d: Duration) -> String {
+    let us = micros(d);
+    match us {
+        us if us < 1e3 => format!("{us:.0} µs"),
+        us if us < 1e6 => format!("{:.2} ms", us / 1e3),
+        us => format!("{:.2} s", us / 1e6),
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
 }
 
 fn fixtures() -> PathBuf {
@@ -365,7 +380,16 @@ fn sim_world() {
         world.tap(900, 260);
         world.key("KEYCODE_BACK")
     });
-    println!("sim_world: notes model load {load:?}, hierarchy_xml {dump:?}, screenshot render {shot:?}, png encode {png:?}, tap+back {tap:?} (medians)");
+    println!("| measure (notes app, screen s001, in-process world) | median |\n|---|---:|");
+    for (measure, time) in [
+        ("model load", load),
+        ("`hierarchy_xml` (what `uiautomator dump` writes)", dump),
+        ("screenshot render", shot),
+        ("PNG encode", png),
+        ("tap + back", tap),
+    ] {
+        println!("| {measure} | {} |", duration(time));
+    }
 }
 
 /// One `shell,v2` command against a running simulator, as a client would send it; returns the
@@ -407,7 +431,14 @@ fn sim_server() {
         )
     });
     let shot = median(20, || sim_shell(port, "screencap -p"));
-    println!("sim_server (latency none): shell echo round trip {echo:?}, dump+cat {dump:?}, screencap -p {shot:?} (medians)");
+    println!("| measure (builtin:shop behind its socket, one connection a command) | median |\n|---|---:|");
+    for (measure, time) in [
+        ("`shell,v2` echo round trip, latency none", echo),
+        ("`uiautomator dump F && cat F`, latency none", dump),
+        ("`screencap -p`, latency none", shot),
+    ] {
+        println!("| {measure} | {} |", duration(time));
+    }
     drop(sim);
 
     let mut config = SimConfig::new("builtin:shop");
@@ -425,7 +456,19 @@ fn sim_server() {
             (dump.join().expect("dump"), shot)
         })
     });
-    println!("sim_server (latency realistic): dump then screenshot {sequential:?}, both concurrently {concurrent:?} (medians)");
+    println!(
+        "| dump then screenshot, latency realistic | {} |",
+        duration(sequential)
+    );
+    println!(
+        "| dump and screenshot concurrently, latency realistic | {} |",
+        duration(concurrent)
+    );
+    figure(
+        "sim_server",
+        "concurrent_over_sequential",
+        serde_json::json!(round3(concurrent.as_secs_f64() / sequential.as_secs_f64())),
+    );
 }
 
 /// Device capture through droid's own ADB client against the simulator with realistic latency
@@ -685,7 +728,8 @@ fn synthetic_app_screen(i: usize, tab_bar: bool) -> droid::events::Observation {
 fn decide() {
     for tab_bar in [false, true] {
         println!(
-            "\n{}\n",
+            "{}{}\n",
+            if tab_bar { "\n" } else { "" },
             match tab_bar {
                 false => "Without shared widgets:",
                 true => "With a tab bar on every screen:",
@@ -1158,6 +1202,11 @@ fn report() {
             ms(load),
             times.iter().map(|t| ms(*t)).collect::<Vec<_>>().join(" | "),
             ms((load.0 + slowest.0, load.1 + slowest.1))
+        );
+        figure(
+            "report",
+            &format!("load_and_slowest_format_ms_{steps}_steps"),
+            serde_json::json!(((load.0 + slowest.0).as_secs_f64() * 1e3).round()),
         );
     }
     println!("\nload + the slowest format (target: <= 2000 ms for 1 000 steps)");

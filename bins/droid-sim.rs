@@ -47,7 +47,8 @@ use droid::sim::{Sim, SimConfig};
         adb -P 5037 -s emulator-5554 shell uiautomator dump && adb -P 5037 exec-out cat /sdcard/window_dump.xml"
 )]
 struct Args {
-    /// App model: a MODEL.json file or builtin:NAME (shop, settings, tiny).
+    /// App model: a MODEL.json file, a folder holding model.json, or builtin:NAME (shop, settings,
+    /// tiny).
     #[arg(long, value_name = "MODEL", required_unless_present = "check")]
     app: Option<String>,
     /// Serial the device reports (`adb devices`).

@@ -13,7 +13,7 @@ use droid::events::Event;
 use droid::sim::{fault::Latency, Sim, SimConfig};
 use serde_json::{json, Value};
 
-use crate::figure;
+use crate::{figure, round3};
 
 /// droid-crawl's own flags, parsed as the binary parses them.
 #[derive(Parser)]
@@ -223,10 +223,6 @@ pub fn crawl_latency() {
         "median_step_device_ms",
         json!(ms(median_device).round()),
     );
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// A model of four screens of about `nodes` nodes each (a toolbar and a list of rows, each row

@@ -370,8 +370,12 @@ struct RawTransition {
     crash: Option<String>,
 }
 
+/// The model's file in a model folder.
+const MODEL_FILE: &str = "model.json";
+
 impl AppModel {
-    /// Loads MODEL.json or `builtin:NAME`; validation errors name the screen / transition at fault.
+    /// Loads MODEL.json, a folder holding `model.json` (as `apps/shop` or a fixture app), or
+    /// `builtin:NAME`; validation errors name the screen / transition at fault.
     pub fn load(spec: &str) -> Result<AppModel, ModelError> {
         if let Some(name) = spec.strip_prefix("builtin:") {
             let text = BUILTINS
@@ -384,9 +388,14 @@ impl AppModel {
                 })?;
             return AppModel::parse(text, spec, None);
         }
-        let path = Path::new(spec);
+        let given = Path::new(spec);
+        let folder = given.join(MODEL_FILE);
+        let path = match given.is_dir() && folder.is_file() {
+            true => folder.as_path(),
+            false => given,
+        };
         let text = std::fs::read_to_string(path).map_err(|source| ModelError::Read {
-            path: spec.to_string(),
+            path: path.display().to_string(),
             source,
         })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -949,6 +958,18 @@ mod tests {
             {"from": "b", "action": "scroll_down", "to": "@external:org.example"}
         ]
     }"#;
+
+    #[test]
+    fn a_folder_holding_model_json_loads_as_its_file() {
+        let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/apps/tiny");
+        let from_folder = AppModel::load(folder).unwrap();
+        let from_file = AppModel::load(&format!("{folder}/model.json")).unwrap();
+        assert_eq!(from_folder.package(), from_file.package());
+        assert_eq!(from_folder.screens().len(), from_file.screens().len());
+        let empty = tempfile::tempdir().unwrap();
+        let error = AppModel::load(&empty.path().display().to_string()).unwrap_err();
+        assert!(matches!(error, ModelError::Read { .. }), "{error}");
+    }
 
     #[test]
     fn elements_become_a_full_screen_window_with_dump_attributes() {
