@@ -3,19 +3,14 @@
 
 use std::path::Path;
 
-use image::imageops::FilterType;
+use fast_image_resize::images::{Image, ImageRef};
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, RgbImage};
 
-/// The screenshot at `path` scaled to fit `max_width` x `max_height` (never enlarged), as RGB.
+/// The screenshot at `path` scaled to fit `max_width` x `max_height` (never enlarged), as RGB,
+/// each pixel the average of those it covers: fast, and good enough at thumbnail size.
 pub fn load(path: &Path, max_width: u32, max_height: u32) -> Option<RgbImage> {
-    let image = image::open(path).ok()?;
-    let image = if image.width() > max_width || image.height() > max_height {
-        // `thumbnail` averages pixels: fast, and good enough at this size.
-        image.thumbnail(max_width, max_height)
-    } else {
-        image
-    };
-    Some(image.to_rgb8())
+    scaled(path, max_width, max_height, FilterType::Box)
 }
 
 /// The same as a PNG file's bytes.
@@ -31,18 +26,31 @@ pub fn png(path: &Path, max_width: u32, max_height: u32) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// Resampling for larger pictures (the screenshot at a crash).
+/// Resampling for larger pictures (the screenshot at a crash): a triangle filter keeps text
+/// legible.
 pub fn load_sharp(path: &Path, max_width: u32, max_height: u32) -> Option<RgbImage> {
-    let image = image::open(path).ok()?;
-    let (w, h) = (image.width(), image.height());
-    let scale = (max_width as f64 / w as f64)
-        .min(max_height as f64 / h as f64)
+    scaled(path, max_width, max_height, FilterType::Bilinear)
+}
+
+/// The screenshot at `path`, as RGB, scaled by `filter` to fit (aspect kept, never enlarged).
+fn scaled(path: &Path, max_width: u32, max_height: u32, filter: FilterType) -> Option<RgbImage> {
+    let image = image::open(path).ok()?.into_rgb8();
+    let (w, h) = image.dimensions();
+    let scale = (f64::from(max_width) / f64::from(w))
+        .min(f64::from(max_height) / f64::from(h))
         .min(1.0);
     let (nw, nh) = (
-        ((w as f64 * scale).round() as u32).max(1),
-        ((h as f64 * scale).round() as u32).max(1),
+        ((f64::from(w) * scale).round() as u32).max(1),
+        ((f64::from(h) * scale).round() as u32).max(1),
     );
-    Some(image.resize_exact(nw, nh, FilterType::Triangle).to_rgb8())
+    if (nw, nh) == (w, h) {
+        return Some(image);
+    }
+    let source = ImageRef::new(w, h, image.as_raw(), PixelType::U8x3).ok()?;
+    let mut target = Image::new(nw, nh, PixelType::U8x3);
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(filter));
+    Resizer::new().resize(&source, &mut target, &options).ok()?;
+    RgbImage::from_raw(nw, nh, target.into_vec())
 }
 
 /// `work` on every item, spread over the machine's cores (decoding a screenshot is most of a
