@@ -160,18 +160,24 @@ impl<'a> Output<'a> {
     }
 }
 
-/// An error with its causes, as people read it: `what: why: deeper why`.
+/// An error with its causes, as people read it: `what: why: deeper why`. A cause whose words
+/// are already said (an error that quotes its source, as some crates' errors do) is left out, so
+/// each cause is printed once.
 pub struct Chain<'e>(pub &'e (dyn std::error::Error + 'static));
 
 impl std::fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
+        let mut text = self.0.to_string();
         let mut cause = self.0.source();
         while let Some(error) = cause {
-            write!(f, ": {error}")?;
+            let line = error.to_string();
+            if !text.contains(&line) {
+                text.push_str(": ");
+                text.push_str(&line);
+            }
             cause = error.source();
         }
-        Ok(())
+        f.write_str(&text)
     }
 }
 
@@ -385,6 +391,24 @@ impl<R: BufRead> BufRead for Watched<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Layered {
+        #[error("cannot save {0}")]
+        Outer(String, #[source] std::io::Error),
+        /// Quotes its source, as some crates' errors do.
+        #[error("request failed: {0}")]
+        Quoting(#[source] std::io::Error),
+    }
+
+    #[test]
+    fn a_chain_says_each_cause_once() {
+        let io = || std::io::Error::other("disk full");
+        let outer = Layered::Outer("a.db".into(), io());
+        assert_eq!(Chain(&outer).to_string(), "cannot save a.db: disk full");
+        let quoting = Layered::Quoting(io());
+        assert_eq!(Chain(&quoting).to_string(), "request failed: disk full");
+    }
 
     /// Passes every line on, and counts idle calls.
     #[derive(Default)]

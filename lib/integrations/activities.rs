@@ -11,11 +11,12 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::{artifact_note, chain, run, warning_note, Error, Integration, SessionDir, Unavailable};
+use super::{artifact_note, run, warning_note, Error, Integration, SessionDir, Unavailable};
 use crate::adb::AdbClient;
 use crate::apk::{self, Manifest};
 use crate::device::text::shell_quote;
 use crate::events::{Note, Observation};
+use crate::filter::Chain;
 
 /// The integration's name, the `data.artifact` of its notes.
 pub const NAME: &str = "activities";
@@ -133,7 +134,7 @@ impl Activities {
                 return Ok(artifact_note(
                     NAME,
                     format!("{apk}: cannot read the declared activities"),
-                    json!({"files": [apk], "error": chain(&err)}),
+                    json!({"files": [apk], "error": Chain(&err).to_string()}),
                 ))
             }
         };
@@ -175,7 +176,7 @@ impl Integration for Activities {
             .map(drop)
             .map_err(|err| Unavailable {
                 integration: NAME,
-                reason: format!("cannot find the APK of {}: {}", self.package, chain(&err)),
+                reason: format!("cannot find the APK of {}: {}", self.package, Chain(&err)),
             })
     }
 
@@ -184,7 +185,7 @@ impl Integration for Activities {
             Ok(note) => vec![note],
             Err(err) => vec![warning_note(
                 NAME,
-                &format!("cannot pull the APK of {}: {}", self.package, chain(&err)),
+                &format!("cannot pull the APK of {}: {}", self.package, Chain(&err)),
             )],
         }
     }

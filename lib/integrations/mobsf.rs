@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::activities::{self, PulledApk};
-use super::{artifact_note, chain, warning_note, Integration, SessionDir, Unavailable};
+use super::{artifact_note, warning_note, Integration, SessionDir, Unavailable};
 use crate::adb::AdbClient;
 use crate::events::Note;
+use crate::filter::Chain;
 use crate::secret::Secret;
 
 /// The integration's name, the `data.artifact` of its notes.
@@ -356,11 +357,11 @@ impl Mobsf {
     /// note saying what came of it (with `data.error` when something failed).
     pub fn analyse(&self, apk: &Path, package: &str, session: &SessionDir) -> Note {
         let apk_file = session.relative(apk);
-        let failed = |stage: &str, err: &dyn std::error::Error, files: &[String]| {
+        let failed = |stage: &str, err: &(dyn std::error::Error + 'static), files: &[String]| {
             artifact_note(
                 NAME,
                 format!("MobSF analysis of {apk_file} failed at {stage}"),
-                json!({"apk": apk_file, "files": files, "error": chain(err)}),
+                json!({"apk": apk_file, "files": files, "error": Chain(err).to_string()}),
             )
         };
         let hash = match self.upload(apk) {
@@ -376,13 +377,13 @@ impl Mobsf {
         let pretty = serde_json::to_vec_pretty(&report).unwrap_or_default();
         match session.write(FOLDER, &format!("{package}_security_report.json"), &pretty) {
             Ok(path) => files.push(session.relative(&path)),
-            Err(err) => errors.push(chain(&err)),
+            Err(err) => errors.push(Chain(&err).to_string()),
         }
         match self.pdf(&hash) {
             Ok(pdf) => match session.write(FOLDER, &format!("{package}_security_report.pdf"), &pdf)
             {
                 Ok(path) => files.push(session.relative(&path)),
-                Err(err) => errors.push(chain(&err)),
+                Err(err) => errors.push(Chain(&err).to_string()),
             },
             Err(err) => errors.push(format!("PDF report: {err}")),
         }
@@ -443,7 +444,9 @@ pub fn scan_session(
         saved
     } else {
         let pulled = match device {
-            Some(device) => activities::pull_apk(device, package, session).map_err(|e| chain(&e)),
+            Some(device) => {
+                activities::pull_apk(device, package, session).map_err(|e| Chain(&e).to_string())
+            }
             None => Err(format!(
                 "no {} and no device to pull it from",
                 session.relative(&saved)

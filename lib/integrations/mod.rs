@@ -153,21 +153,6 @@ pub fn unavailable_note(unavailable: &Unavailable) -> Note {
     warning_note(unavailable.integration, &unavailable.reason)
 }
 
-/// An error and its causes on one line, each cause once.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// Runs a device command and insists on exit status 0, its first line of output as the
 /// failure's detail. `shown` is the command as errors may name it (without secrets).
 fn run(device: &AdbClient, command: &str, shown: &str) -> Result<String, Error> {

@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 use pcap_parser::{PcapBlockOwned, PcapError};
 use serde_json::json;
 
-use super::{artifact_note, chain, run, warning_note, Error, Integration, SessionDir, Unavailable};
+use super::{artifact_note, run, warning_note, Error, Integration, SessionDir, Unavailable};
 use crate::adb::AdbClient;
 use crate::device::text::shell_quote;
 use crate::events::Note;
+use crate::filter::Chain;
 use crate::secret::Secret;
 
 /// The integration's name, the `data.artifact` of its notes.
@@ -190,7 +191,7 @@ impl Pcap {
         let out = run(device, &command, &shown).map_err(|err| match &self.config.api_key {
             Some(key) => Error::Command {
                 command: shown.clone(),
-                detail: chain(&err).replace(key.expose(), "<api key>"),
+                detail: Chain(&err).to_string().replace(key.expose(), "<api key>"),
             },
             None => err,
         })?;
@@ -261,7 +262,7 @@ impl Integration for Pcap {
         };
         let installed = device
             .shell(&format!("pm path {PACKAGE}"))
-            .map_err(|e| unavailable(chain(&e)))?;
+            .map_err(|e| unavailable(Chain(&e).to_string()))?;
         if !installed.succeeded() || !installed.stdout_text().contains("package:") {
             return Err(unavailable(format!(
                 "PCAPdroid ({PACKAGE}) is not installed"
@@ -283,7 +284,7 @@ impl Integration for Pcap {
         if let Err(err) = self.control(device, "start", &extras) {
             return vec![warning_note(
                 NAME,
-                &format!("cannot start PCAPdroid: {}", chain(&err)),
+                &format!("cannot start PCAPdroid: {}", Chain(&err)),
             )];
         }
         self.started = true;
@@ -341,7 +342,7 @@ impl Integration for Pcap {
         if let Err(err) = self.control(device, "stop", &[]) {
             notes.push(warning_note(
                 NAME,
-                &format!("cannot stop PCAPdroid: {}", chain(&err)),
+                &format!("cannot stop PCAPdroid: {}", Chain(&err)),
             ));
         }
         match self.pull(device, session) {
@@ -349,7 +350,7 @@ impl Integration for Pcap {
             Err(err) => notes.push(artifact_note(
                 NAME,
                 "cannot pull the traffic capture".to_string(),
-                json!({"files": [], "error": chain(&err)}),
+                json!({"files": [], "error": Chain(&err).to_string()}),
             )),
         }
         notes

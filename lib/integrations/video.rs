@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{
-    artifact_note, chain, long_connection, run, warning_note, Integration, SessionDir, Unavailable,
+    artifact_note, long_connection, run, warning_note, Integration, SessionDir, Unavailable,
 };
 use crate::adb::AdbClient;
 use crate::events::Note;
+use crate::filter::Chain;
 
 /// The integration's name, the `data.artifact` of its notes.
 pub const NAME: &str = "video";
@@ -186,7 +187,7 @@ fn record(
         let started = Instant::now();
         let outcome = long_connection(&device, timeout)
             .and_then(|connection| run(&connection, &command, &command).map(drop));
-        let error = outcome.err().map(|e| chain(&e));
+        let error = outcome.err().map(|e| Chain(&e).to_string());
         if let Some(error) = &error {
             failures += 1;
             lock(&warnings).push(warning_note(
@@ -228,7 +229,7 @@ impl Integration for Video {
             .map(drop)
             .map_err(|err| Unavailable {
                 integration: NAME,
-                reason: format!("the device has no screenrecord: {}", chain(&err)),
+                reason: format!("the device has no screenrecord: {}", Chain(&err)),
             })
     }
 
@@ -241,7 +242,7 @@ impl Integration for Video {
             Err(err) => {
                 return vec![warning_note(
                     NAME,
-                    &format!("cannot record: {}", chain(&err)),
+                    &format!("cannot record: {}", Chain(&err)),
                 )]
             }
         };
@@ -330,7 +331,7 @@ impl Integration for Video {
                 }
                 // A segment that never wrote a file (it failed to start) was already reported.
                 Err(_) if segment.error.is_some() => {}
-                Err(err) => errors.push(format!("{}: {}", segment.device_path, chain(&err))),
+                Err(err) => errors.push(format!("{}: {}", segment.device_path, Chain(&err))),
             }
         }
         let mut fields = json!({
