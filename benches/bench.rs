@@ -24,7 +24,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sections that explore every app model for minutes: `make coverage` runs them, `make bench`
 /// does not.
-const SLOW: &[&str] = &["coverage", "identity"];
+const SLOW: &[&str] = &["coverage", "identity", "misses", "sweep"];
 
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
@@ -39,6 +39,8 @@ const SECTIONS: &[(&str, fn())] = &[
     ("decide_db", decide_db),
     ("coverage", coverage),
     ("identity", identity),
+    ("misses", misses),
+    ("sweep", sweep),
     ("report", report),
 ];
 
@@ -1112,4 +1114,187 @@ fn report() {
         );
     }
     println!("\nload + the slowest format (target: <= 2000 ms for 1 000 steps)");
+}
+
+/// Diagnostic (temporary): heuristic sweep.
+#[allow(dead_code)]
+fn sweep() {
+    let only = std::env::var("APP").ok();
+    let decider = match std::env::var("DECIDER").as_deref() {
+        Ok("random") => droid::decide::Decider::Random,
+        _ => droid::decide::Decider::Heuristic,
+    };
+    let apps: Vec<String> = explore::app_models()
+        .into_iter()
+        .filter(|app| {
+            only.as_ref()
+                .is_none_or(|o| o.split(',').any(|o| app.contains(o)))
+        })
+        .collect();
+    let results = std::sync::Mutex::new(Vec::new());
+    let n: u64 = std::env::var("SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let jobs: Vec<(String, u64)> = apps
+        .iter()
+        .flat_map(|a| (0..n).map(move |s| (a.clone(), s)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some((app, seed)) = jobs.get(i) else {
+                    break;
+                };
+                let run = explore::run_app(app, decider.clone(), *seed, 3);
+                let missed: Vec<String> = run
+                    .own
+                    .iter()
+                    .filter(|s| !run.reached.contains(*s))
+                    .cloned()
+                    .collect();
+                results.lock().unwrap().push((
+                    app.clone(),
+                    *seed,
+                    run.own_reached().len(),
+                    run.own.len(),
+                    run.reached.len(),
+                    run.reachable.len(),
+                    missed,
+                ));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort();
+    for app in &apps {
+        let rows: Vec<_> = results.iter().filter(|r| &r.0 == app).collect();
+        let own: Vec<String> = rows.iter().map(|r| r.2.to_string()).collect();
+        let mean = rows.iter().map(|r| r.2).sum::<usize>() as f64 / rows.len() as f64;
+        let all = rows.iter().map(|r| r.4).sum::<usize>() as f64 / rows.len() as f64;
+        let name = app.rsplit('/').nth(1).unwrap_or(app);
+        println!(
+            "{name:12} own {} of {}: {mean:.1}   all {all:.1} of {}",
+            own.join(" "),
+            rows[0].3,
+            rows[0].5
+        );
+        if std::env::var("MISSED").is_ok() {
+            let mut count: std::collections::BTreeMap<&String, usize> = Default::default();
+            for r in &rows {
+                for m in &r.6 {
+                    *count.entry(m).or_default() += 1;
+                }
+            }
+            let list: Vec<String> = count.iter().map(|(k, v)| format!("{k}x{v}")).collect();
+            println!("    missed: {}", list.join(" "));
+        }
+    }
+}
+
+/// Diagnostic (temporary): per app, screens a decider missed and the check path to them.
+#[allow(dead_code)]
+fn misses() {
+    let seed: u64 = std::env::var("SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let only = std::env::var("APP").ok();
+    let decider = match std::env::var("DECIDER").as_deref() {
+        Ok("random") => droid::decide::Decider::Random,
+        _ => droid::decide::Decider::Heuristic,
+    };
+    for app in explore::app_models() {
+        let name = app.rsplit('/').nth(1).unwrap_or(&app).to_string();
+        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
+        let report = droid::sim::check::check(&app).expect("check");
+        let run = explore::run_app(&app, decider.clone(), seed, 3);
+        println!(
+            "### {name}: {} of {} reached",
+            run.reached.len(),
+            run.reachable.len()
+        );
+        for s in &report.screens {
+            if run.reached.contains(&s.screen) {
+                continue;
+            }
+            let path: Vec<String> = s
+                .path
+                .iter()
+                .map(|p| {
+                    let t = p
+                        .target
+                        .as_ref()
+                        .map(|t| serde_json::to_value(t).unwrap())
+                        .unwrap_or_default();
+                    let name = ["text", "content_desc", "resource_id", "class"]
+                        .iter()
+                        .find_map(|k| {
+                            t.get(*k).and_then(|v| v.as_str()).map(|v| {
+                                v.rsplit('/')
+                                    .next()
+                                    .unwrap()
+                                    .rsplit('.')
+                                    .next()
+                                    .unwrap()
+                                    .to_string()
+                            })
+                        })
+                        .unwrap_or_default();
+                    format!("{} {}({})", p.from, p.action, name)
+                })
+                .collect();
+            println!(
+                "- {} ({}): {} -> {}",
+                s.screen,
+                s.package.rsplit('.').next().unwrap(),
+                path.join(", "),
+                s.screen
+            );
+        }
+        if std::env::var("TRACE").is_ok() {
+            for (i, (o, truth)) in run.observed.iter().enumerate() {
+                let d = run.events.iter().find_map(|e| match e {
+                    droid::events::Event::Decision(d) if d.step == Some(i as u64 + 1) => {
+                        Some(d.clone())
+                    }
+                    _ => None,
+                });
+                let acts: Vec<String> = d
+                    .map(|d| {
+                        d.actions
+                            .iter()
+                            .map(|a| {
+                                format!(
+                                    "{} [{}]",
+                                    a.action_desc.clone().unwrap_or_default(),
+                                    a.reasoning
+                                        .clone()
+                                        .unwrap_or_default()
+                                        .chars()
+                                        .take(24)
+                                        .collect::<String>()
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                println!(
+                    "{:3} {:30} {}  | {}",
+                    i + 1,
+                    truth,
+                    droid::screen::ScreenKey::of(o)
+                        .as_str()
+                        .rsplit('.')
+                        .next()
+                        .unwrap_or(""),
+                    acts.join(" ; ")
+                );
+            }
+        }
+    }
 }
