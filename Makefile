@@ -1,9 +1,10 @@
 # droid — build, test and measure. `make` lists the targets.
 .DEFAULT_GOAL := help
+SHELL := /bin/bash
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 
-.PHONY: help build test fmt fmt-check lint schema bench coverage fuzz demo clean
+.PHONY: help build test fmt fmt-check lint schema bench coverage fuzz demo pipe clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,8 +27,8 @@ test: fmt-check lint ## fmt check, clippy and every test (what CI runs)
 schema: ## Regenerate docs/events.schema.json from the event types
 	DROID_WRITE_SCHEMA=1 $(CARGO) test $(CARGO_FLAGS) --test integration events::schema_is_current
 
-bench: ## Performance numbers (medians), see docs/benchmarks.md
-	$(CARGO) bench $(CARGO_FLAGS) --bench bench
+bench: ## Performance numbers (medians) into BENCH.md and bench.json, see docs/benchmarks.md
+	set -o pipefail; $(CARGO) bench $(CARGO_FLAGS) --bench bench -- --json=bench.json | tee BENCH.md
 
 coverage: ## Screens each decider reaches on every app model, and identity rules against the truth (tables on stdout; minutes)
 	$(CARGO) bench $(CARGO_FLAGS) --bench bench -- coverage identity
@@ -37,8 +38,17 @@ FUZZ_SEED ?=
 fuzz: ## Fuzz the parsers with mutated real inputs for FUZZ_SECONDS (default 60) from FUZZ_SEED (default: the clock)
 	DROID_FUZZ_SECONDS=$(FUZZ_SECONDS) DROID_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test $(CARGO_FLAGS) --release --test integration fuzz:: -- --nocapture
 
-demo: build ## Explore the bundled shop app on droid-sim, stage by stage (scripts/demo.sh)
-	scripts/demo.sh $(STEPS)
+DEMO_STEPS ?= 69
+DEMO_DIR ?= target/demo
+demo: build ## Crawl the bundled shop app on a simulated phone with the heuristic (DEMO_STEPS, default 69); prints where the session folder, reports and summary are
+	@mkdir -p $(DEMO_DIR)
+	target/debug/droid-crawl --sim builtin:shop --decider heuristic --max-steps $(DEMO_STEPS) \
+		--db $(DEMO_DIR)/crawler.db --out $(DEMO_DIR)/output_data --report pdf,html,text \
+		> $(DEMO_DIR)/events.jsonl
+	@echo "events (stdout): $(DEMO_DIR)/events.jsonl" >&2
+
+pipe: build ## The same exploration with the stage binaries in a shell pipe (scripts/pipe.sh [STEPS] [APP])
+	scripts/pipe.sh $(STEPS)
 
 clean: ## Remove build output
 	$(CARGO) clean

@@ -2,6 +2,7 @@
 //! the deciders explore. A plain harness: each section is a function; `cargo bench --bench bench
 //! -- SECTION...` runs only the named sections.
 
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -15,6 +16,8 @@ use droid::store::{Store, JOURNAL_STEPS};
 use droid::ui::{Bounds, UiElement};
 use image::{DynamicImage, Rgb, RgbImage};
 
+#[path = "support/crawl.rs"]
+mod crawl;
 #[path = "../tests/support/explore.rs"]
 mod explore;
 
@@ -34,6 +37,8 @@ const SECTIONS: &[(&str, fn())] = &[
     ("sim_world", sim_world),
     ("sim_server", sim_server),
     ("capture", capture),
+    ("crawl_latency", crawl::crawl_latency),
+    ("crawl_overhead", crawl::crawl_overhead),
     ("store", store),
     ("decide", decide),
     ("decide_db", decide_db),
@@ -44,6 +49,19 @@ const SECTIONS: &[(&str, fn())] = &[
     ("report", report),
 ];
 
+/// The headline figures of the sections that ran, by section: `--json=FILE` writes them.
+static FIGURES: std::sync::Mutex<BTreeMap<String, serde_json::Map<String, serde_json::Value>>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// Keeps a headline figure for `--json`.
+fn figure(section: &str, name: &str, value: serde_json::Value) {
+    let mut figures = FIGURES.lock().unwrap_or_else(|p| p.into_inner());
+    figures
+        .entry(section.to_string())
+        .or_default()
+        .insert(name.to_string(), value);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it, and
@@ -52,8 +70,15 @@ fn main() {
         println!("benchmarks run with `make bench`");
         return;
     }
+    let json = args.iter().find_map(|a| a.strip_prefix("--json="));
     // Anything else not starting with `-` names a section.
     let wanted: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    println!(
+        "# droid benchmarks\n\nWritten by `make bench` (`cargo bench --bench bench`); medians on \
+         this machine: {} CPUs, {}.\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        chrono::Utc::now().format("%Y-%m-%d")
+    );
     for (name, section) in SECTIONS {
         let by_default = !SLOW.contains(name);
         if (wanted.is_empty() && by_default) || wanted.iter().any(|w| w == name) {
@@ -61,6 +86,11 @@ fn main() {
             section();
             println!();
         }
+    }
+    if let Some(path) = json {
+        let figures = FIGURES.lock().unwrap_or_else(|p| p.into_inner());
+        let text = serde_json::to_string_pretty(&*figures).expect("figures") + "\n";
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
     }
 }
 
@@ -428,6 +458,7 @@ fn capture() {
             concurrent,
             run_id: None,
             step: None,
+            step_names: false,
         };
         median(RUNS, || {
             observe_device(&device, &info, &opts).expect("capture")
@@ -447,9 +478,14 @@ fn capture() {
         ms(sequential)
     );
     println!("| capture, parts concurrent | {:.1} |", ms(concurrent));
+    let ratio = concurrent.as_secs_f64() / dump.max(shot).as_secs_f64();
     println!(
-        "\nconcurrent capture = {:.2} x the slower of dump and screenshot (target: <= 1.10)",
-        concurrent.as_secs_f64() / dump.max(shot).as_secs_f64()
+        "\nconcurrent capture = {ratio:.2} x the slower of dump and screenshot (target: <= 1.10)"
+    );
+    figure(
+        "capture",
+        "concurrent_over_slowest_part",
+        serde_json::json!((ratio * 100.0).round() / 100.0),
     );
 }
 
@@ -578,6 +614,11 @@ fn store() {
     println!(
         "  of which decoding the lines (EventReader alone): median {:.2} s",
         decode.as_secs_f64()
+    );
+    figure(
+        "store",
+        "ingest_events_per_second",
+        serde_json::json!(rate(took).round()),
     );
     let store = Store::open(&dir.path().join(format!("crawler-{ingests}.db"))).expect("reopen");
     let (journal, fastest) = time(200, || {
@@ -723,6 +764,14 @@ fn explore_synthetic_app(tab_bar: bool) {
     println!(
         "\n{} steps, {known} of {SYNTHETIC_SCREENS} screens known at the end (target: median <= 2000 µs per step)",
         times.len()
+    );
+    figure(
+        "decide",
+        &format!(
+            "heuristic_median_us_{}",
+            if tab_bar { "tab_bar" } else { "plain" }
+        ),
+        serde_json::json!(micros(median_of(&times)).round()),
     );
 }
 

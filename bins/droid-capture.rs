@@ -114,6 +114,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         concurrent: true,
         run_id: args.run,
         step: args.step,
+        step_names: false,
     };
     for index in 0..args.count {
         if index > 0 {

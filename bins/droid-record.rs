@@ -6,10 +6,9 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
-use droid::config::{self, UserConfig, ValueType};
-use droid::secret::Secret;
+use droid::config::{self, UserConfig};
 use droid::store::{RunSummary, Store};
 
 #[derive(Parser)]
@@ -77,36 +76,8 @@ enum Command {
         #[arg(long, env = "DROID_USER_CONFIG")]
         config_db: Option<PathBuf>,
         #[command(subcommand)]
-        action: ConfigAction,
+        action: config::ConfigCommand,
     },
-}
-
-#[derive(Subcommand)]
-enum ConfigAction {
-    /// Store a setting, or with --secret an encrypted secret (value from stdin when omitted).
-    Set {
-        key: String,
-        value: Option<String>,
-        #[arg(long)]
-        secret: bool,
-        /// string, int, float, bool or json.
-        #[arg(long = "type", default_value = "string", value_parser = value_type)]
-        value_type: ValueType,
-    },
-    /// Print a setting; secrets print as <redacted> unless --reveal.
-    Get {
-        key: String,
-        #[arg(long)]
-        reveal: bool,
-    },
-    /// Remove a setting or secret.
-    Unset { key: String },
-    /// List settings and secrets (secrets without values).
-    List,
-}
-
-fn value_type(name: &str) -> Result<ValueType, String> {
-    ValueType::parse(name).ok_or_else(|| "expected string, int, float, bool or json".to_string())
 }
 
 fn main() -> ExitCode {
@@ -184,39 +155,19 @@ fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn configure(mut user: UserConfig, action: ConfigAction) -> Result<ExitCode> {
-    match action {
-        ConfigAction::Set {
-            key,
-            value,
-            secret,
-            value_type,
-        } => {
-            let value = match value {
-                Some(value) => value,
-                None => config::read_value(io::stdin().lock()).context("reading the value")?,
-            };
-            if secret {
-                user.set_secret(&key, &Secret::new(value))?;
-            } else {
-                user.set(&key, &value, value_type)?;
-            }
-        }
-        ConfigAction::Get { key, reveal } => match user.show(&key, reveal)? {
-            Some(value) => println!("{value}"),
-            None => {
-                eprintln!("droid-record: {key} is not set");
-                return Ok(ExitCode::from(1));
-            }
-        },
-        ConfigAction::Unset { key } => {
-            if !user.unset(&key)? {
-                eprintln!("droid-record: {key} was not set");
-            }
-        }
-        ConfigAction::List => user.list()?.iter().for_each(|entry| println!("{entry}")),
+fn configure(mut user: UserConfig, command: config::ConfigCommand) -> Result<ExitCode> {
+    let output = command.run(&mut user, io::stdin().lock())?;
+    let mut out = io::stdout().lock();
+    for line in &output.lines {
+        writeln!(out, "{line}")?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(match output.missing {
+        Some(missing) => {
+            eprintln!("droid-record: {missing}");
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
+    })
 }
 
 #[cfg(test)]

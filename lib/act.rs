@@ -25,7 +25,8 @@ use crate::ui::{Bounds, UiElement};
 pub struct Config {
     /// Pause between two actions of a batch.
     pub pause: Duration,
-    /// Pause between tapping a field and typing into it.
+    /// Pause between tapping a field and typing into it through the ADB Keyboard IME (text
+    /// `input text` cannot type).
     pub settle: Duration,
     pub long_press_ms: u32,
     /// `wait` without a duration.
@@ -499,7 +500,13 @@ fn perform(
             let text = with_password(text, config.test_password.as_ref())?;
             let (x, y) = point()?;
             device.tap(x, y)?;
-            std::thread::sleep(config.settle);
+            // `input text` sends key events, which Android queues behind the tap until the app
+            // has handled it: they reach the field the tap focused. The ADB Keyboard's
+            // broadcast (non-ASCII text) is not queued so: the IME is given time to bind to
+            // the field.
+            if !crate::device::text::is_plain_ascii(text.expose()) {
+                std::thread::sleep(config.settle);
+            }
             device.input_text(text.expose())?;
         }
         ActionType::ScrollUp

@@ -100,6 +100,8 @@ pub enum Error {
     Decrypt { key: String },
     #[error("encrypting secret {key} failed")]
     Encrypt { key: String },
+    #[error("reading the value")]
+    Value(#[source] std::io::Error),
 }
 
 trait Context<T> {
@@ -466,7 +468,38 @@ pub const KNOWN: &[(&str, bool, Option<&str>)] = &[
     ("test_username", false, None),
     ("test_email", false, None),
     ("test_password", true, None),
+    // Crawl integrations (docs/integrations.md).
+    ("mobsf_api_key", true, None),
+    ("mobsf_url", false, Some("http://localhost:8000")),
+    ("pcapdroid_api_key", true, None),
+    // What to crawl with and how long (droid-crawl, droid-decide); environment `DROID_<KEY>`.
+    ("decider", false, Some("heuristic")),
+    ("model", false, None),
+    ("system_prompt", false, None),
+    ("allowed_packages", false, None),
+    ("max_steps", false, Some("15")),
+    ("max_duration", false, Some("600")),
 ];
+
+/// Settings whose environment variable is `DROID_<KEY>` rather than `<KEY>`: names such as
+/// `MODEL` are too common to read from anyone's environment.
+const DROID_ENV: &[&str] = &[
+    "decider",
+    "model",
+    "system_prompt",
+    "allowed_packages",
+    "max_steps",
+    "max_duration",
+];
+
+/// The environment variable a setting is read from.
+pub fn env_name(key: &str) -> String {
+    let key = normalize(key);
+    match DROID_ENV.contains(&key.as_str()) {
+        true => format!("DROID_{}", key.to_ascii_uppercase()),
+        false => key.to_ascii_uppercase(),
+    }
+}
 
 /// Environment names kept from before the resolver (`DROID_TEST_PASSWORD`): each stands for its
 /// canonical name when that one is unset.
@@ -601,17 +634,99 @@ impl Settings {
                 return found(wrap(setting.value, secret_key), Source::UserConfig);
             }
         }
-        if let Some(value) = self
-            .env
-            .get(&key.to_ascii_uppercase())
-            .filter(|v| !v.is_empty())
-        {
+        if let Some(value) = self.env.get(&env_name(&key)).filter(|v| !v.is_empty()) {
             return found(wrap(value.clone(), secret_key), Source::Environment);
         }
         if let Some(default) = known.and_then(|(_, _, default)| *default) {
             return found(wrap(default.to_string(), secret_key), Source::Default);
         }
         Ok(None)
+    }
+}
+
+/// `config set|get|list|unset|secret`: the settings and secrets in user_config.db, for
+/// droid-crawl and droid-record alike.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Store a setting, or with --secret an encrypted secret (value from stdin when omitted).
+    Set {
+        key: String,
+        value: Option<String>,
+        #[arg(long)]
+        secret: bool,
+        /// string, int, float, bool or json.
+        #[arg(long = "type", default_value = "string", value_parser = value_type_arg)]
+        value_type: ValueType,
+    },
+    /// Store an encrypted secret, its value read from stdin (never from the command line,
+    /// which other users can read in `ps`).
+    Secret { name: String },
+    /// Print a setting; secrets print as <redacted> unless --reveal.
+    Get {
+        key: String,
+        #[arg(long)]
+        reveal: bool,
+    },
+    /// Remove a setting or secret.
+    Unset { key: String },
+    /// List settings and secrets (secrets without values).
+    List,
+}
+
+fn value_type_arg(name: &str) -> Result<ValueType, String> {
+    ValueType::parse(name).ok_or_else(|| "expected string, int, float, bool or json".to_string())
+}
+
+/// What a config command has to say: lines for stdout, and a message for people when a key
+/// was not there (the command then fails).
+#[derive(Debug, Default, PartialEq)]
+pub struct ConfigOutput {
+    pub lines: Vec<String>,
+    pub missing: Option<String>,
+}
+
+impl ConfigCommand {
+    /// Runs the command on `user`; values not given on the command line come from `input`.
+    pub fn run(
+        self,
+        user: &mut UserConfig,
+        input: impl std::io::BufRead,
+    ) -> Result<ConfigOutput, Error> {
+        let mut output = ConfigOutput::default();
+        match self {
+            ConfigCommand::Set {
+                key,
+                value,
+                secret,
+                value_type,
+            } => {
+                let value = match value {
+                    Some(value) => value,
+                    None => read_value(input).map_err(Error::Value)?,
+                };
+                match secret {
+                    true => user.set_secret(&key, &Secret::new(value))?,
+                    false => user.set(&key, &value, value_type)?,
+                }
+            }
+            ConfigCommand::Secret { name } => {
+                let value = read_value(input).map_err(Error::Value)?;
+                user.set_secret(&name, &Secret::new(value))?
+            }
+            ConfigCommand::Get { key, reveal } => match user.show(&key, reveal)? {
+                Some(value) => output.lines.push(value),
+                None => output.missing = Some(format!("{key} is not set")),
+            },
+            ConfigCommand::Unset { key } => {
+                if !user.unset(&key)? {
+                    output.missing = Some(format!("{key} was not set"));
+                }
+            }
+            ConfigCommand::List => {
+                output.lines = user.list()?.iter().map(ToString::to_string).collect()
+            }
+        }
+        Ok(output)
     }
 }
 

@@ -183,6 +183,10 @@ pub struct Observation {
     pub timings: Extra,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<ScreenHash>,
+    /// The app's declared activities a crawl has not shown yet (at most 20, in manifest
+    /// order): goals a decider may steer towards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unvisited_activities: Vec<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -341,7 +345,9 @@ wire_words! {
         ContextLoss = "context_loss",
         /// The app was restarted.
         Relaunch = "relaunch",
-        /// A file the run left behind (video, pcap, MobSF report) in `data`.
+        /// Files the run left behind and what they measure (video, pcap, MobSF report, the
+        /// APK's declared activities): `data.artifact` names the integration, see
+        /// docs/integrations.md.
         Artifact = "artifact",
         Warning = "warning",
         /// A model's answer could not be used.
@@ -1044,6 +1050,16 @@ pub struct RawLine {
 }
 
 impl RawLine {
+    /// A line read elsewhere (without its newline), numbered `number`; over
+    /// [`MAX_LINE_BYTES`] it is a bad line.
+    pub fn new(number: u64, bytes: Vec<u8>) -> RawLine {
+        let bytes = match bytes.len() > MAX_LINE_BYTES {
+            true => Err(LineError::TooLong),
+            false => Ok(bytes),
+        };
+        RawLine { number, bytes }
+    }
+
     /// How many bytes of the line are held (none for a line already known to be bad).
     pub fn size(&self) -> usize {
         self.bytes.as_ref().map_or(0, Vec::len)

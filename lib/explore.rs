@@ -3,7 +3,7 @@
 //! benchmarks explore through it.
 
 use crate::act;
-use crate::capture::device::{observe_device, DeviceCaptureError, DeviceOptions};
+use crate::capture::device::{capture_device, DeviceCaptureError, DeviceOptions};
 use crate::decide;
 use crate::device::{Device, DeviceError};
 use crate::events::{ActionResult, Decision, DeviceInfo, Event, Observation};
@@ -94,9 +94,14 @@ impl<'d> Explorer<'d> {
             step: Some(step),
             ..self.capture.clone()
         };
-        let mut observation = observe_device(self.device, &self.info, &options)
+        let captured = capture_device(self.device, &self.info, &options)
             .map_err(|source| ExploreError::Capture { step, source })?;
-        crate::hash::enrich(&mut observation);
+        let mut observation = captured.observation;
+        crate::hash::enrich_from(
+            &mut observation,
+            Some(&captured.xml),
+            captured.screenshot.as_ref(),
+        );
         Ok(observation)
     }
 

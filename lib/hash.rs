@@ -255,11 +255,22 @@ impl crate::filter::Filter for Stage {
 
 /// Adds what can be computed to `observation.hash`; returns what could not be.
 pub fn enrich(observation: &mut Observation) -> Vec<String> {
+    enrich_from(observation, None, None)
+}
+
+/// [`enrich`] from the dump and the decoded screenshot the caller already has in memory (what
+/// `observation`'s `xml_path` and `screenshot_path` hold); what is `None` is read from the
+/// observation's files.
+pub fn enrich_from(
+    observation: &mut Observation,
+    dump: Option<&str>,
+    screenshot: Option<&DynamicImage>,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let mut hash = observation.hash.take().unwrap_or_default();
-    let xml = match (&observation.xml, &observation.xml_path) {
-        (Some(xml), _) => Some(Ok(xml.clone())),
-        (None, Some(path)) => Some(read_text(Path::new(path))),
+    let xml = match (dump.or(observation.xml.as_deref()), &observation.xml_path) {
+        (Some(xml), _) => Some(Ok(std::borrow::Cow::Borrowed(xml))),
+        (None, Some(path)) => Some(read_text(Path::new(path)).map(std::borrow::Cow::Owned)),
         (None, None) => None,
     };
     match xml.map(|xml| xml.and_then(|xml| Ok((layout_hash(&xml)?, structure_hash(&xml)?)))) {
@@ -271,12 +282,15 @@ pub fn enrich(observation: &mut Observation) -> Vec<String> {
         None => problems.push("no layout hash: the observation has no xml or xml_path".into()),
     }
     if let Some(path) = &observation.screenshot_path {
-        let phash = std::fs::read(path)
-            .map_err(|error| HashError::Read {
-                path: path.into(),
-                error,
-            })
-            .and_then(|bytes| phash_png(&bytes));
+        let phash = match screenshot {
+            Some(image) => Ok(phash_image(image)),
+            None => std::fs::read(path)
+                .map_err(|error| HashError::Read {
+                    path: path.into(),
+                    error,
+                })
+                .and_then(|bytes| phash_png(&bytes)),
+        };
         match phash {
             Ok(phash) => {
                 let activity = observation
@@ -361,6 +375,33 @@ mod tests {
         assert!(parse_phash("abc").is_err());
         assert!(parse_phash("zzzzzzzzzzzzzzzz").is_err());
         assert_eq!(screen_key(".Main", 255), ".Main|00000000000000ff");
+    }
+
+    #[test]
+    fn enriching_from_memory_gives_what_the_files_give() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut image = RgbImage::from_pixel(108, 240, Rgb([250, 250, 250]));
+        for y in 40..80 {
+            for x in 10..98 {
+                image.put_pixel(x, y, Rgb([200, 30, 30]));
+            }
+        }
+        let image = DynamicImage::ImageRgb8(image);
+        let png = dir.path().join("s.png");
+        image.save(&png).unwrap();
+        let xml = dir.path().join("s.xml");
+        std::fs::write(&xml, DUMP).unwrap();
+        let observation = Observation {
+            activity: Some(".Main".into()),
+            xml_path: Some(xml.display().to_string()),
+            screenshot_path: Some(png.display().to_string()),
+            ..Observation::default()
+        };
+        let (mut from_files, mut from_memory) = (observation.clone(), observation);
+        assert!(enrich(&mut from_files).is_empty());
+        assert!(enrich_from(&mut from_memory, Some(DUMP), Some(&image)).is_empty());
+        assert_eq!(from_files.hash, from_memory.hash);
+        assert!(from_files.hash.unwrap().phash.is_some());
     }
 
     #[test]

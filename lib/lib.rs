@@ -5,15 +5,18 @@
 
 pub mod act;
 pub mod adb;
+pub mod apk;
 pub mod capture;
 pub mod config;
 pub mod crash;
+pub mod crawl;
 pub mod decide;
 pub mod device;
 pub mod events;
 pub mod explore;
 pub mod filter;
 pub mod hash;
+pub mod integrations;
 pub mod record;
 pub mod report;
 pub mod screen;
@@ -21,4 +24,5 @@ pub mod secret;
 pub mod session;
 pub mod sim;
 pub mod store;
+pub mod terminal;
 pub mod ui;

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use droid::filter::{self, Filter};
 
+pub mod console;
+
 // glibc's allocator spent about a quarter of droid-record's ingest in malloc and free (events are
 // decoded on one thread and dropped on another); mimalloc is built for that pattern. It is the
 // binaries' choice: a program linking the library keeps its own allocator.

@@ -43,12 +43,18 @@ pub struct DeviceOptions {
     pub concurrent: bool,
     pub run_id: Option<String>,
     pub step: Option<u64>,
+    /// Name the files after the step (`step_007.png`, `step_007.xml`), as a crawl's session
+    /// folder does, instead of the device, the time and a sequence number.
+    pub step_names: bool,
 }
+
+/// A screenshot's PNG and its pixels.
+type Shot = (Vec<u8>, Result<image::DynamicImage, image::ImageError>);
 
 /// What the three parts of a capture returned.
 struct Parts {
     xml: Result<String, DeviceError>,
-    png: Option<Result<Vec<u8>, DeviceError>>,
+    png: Option<Result<Shot, DeviceError>>,
     foreground: Result<Foreground, DeviceError>,
     dump_ms: Duration,
     screenshot_ms: Duration,
@@ -62,7 +68,18 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 }
 
 fn gather(device: &dyn Device, opts: &DeviceOptions) -> Parts {
-    let screenshot = || opts.screenshot.then(|| timed(|| device.screenshot()));
+    // The screenshot is decoded in its own part: on a device the dump takes longer, so the
+    // decoding is done by the time it comes.
+    let screenshot = || {
+        opts.screenshot.then(|| {
+            let (png, took) = timed(|| device.screenshot());
+            let shot = png.map(|png| {
+                let image = image::load_from_memory_with_format(&png, image::ImageFormat::Png);
+                (png, image)
+            });
+            (shot, took)
+        })
+    };
     let dump = || timed(|| device.dump_hierarchy());
     let foreground = || timed(|| device.foreground());
     let ((xml, dump_ms), shot, (fg, foreground_ms)) = if opts.concurrent {
@@ -98,6 +115,24 @@ pub fn observe_device(
     info: &DeviceInfo,
     opts: &DeviceOptions,
 ) -> Result<Observation, DeviceCaptureError> {
+    capture_device(device, info, opts).map(|captured| captured.observation)
+}
+
+/// An observation with what it was built from, still in memory: a caller that hashes it next
+/// ([`crate::hash::enrich_from`]) neither reads the files back nor decodes the PNG again.
+#[derive(Debug)]
+pub struct Captured {
+    pub observation: Observation,
+    pub xml: String,
+    pub screenshot: Option<image::DynamicImage>,
+}
+
+/// [`observe_device`], keeping the dump and the decoded screenshot.
+pub fn capture_device(
+    device: &dyn Device,
+    info: &DeviceInfo,
+    opts: &DeviceOptions,
+) -> Result<Captured, DeviceCaptureError> {
     let started = Instant::now();
     let ts = now_ts();
     let parts = gather(device, opts);
@@ -109,11 +144,13 @@ pub fn observe_device(
     let parse_started = Instant::now();
     let mut elements = parse(&xml).map_err(DeviceCaptureError::Hierarchy)?;
     let tree = prune(&mut elements);
-    let image = png
-        .as_deref()
-        .map(|bytes| image::load_from_memory_with_format(bytes, image::ImageFormat::Png))
-        .transpose()
-        .map_err(DeviceCaptureError::Screenshot)?;
+    let (png, image) = match png {
+        Some((png, image)) => (
+            Some(png),
+            Some(image.map_err(DeviceCaptureError::Screenshot)?),
+        ),
+        None => (None, None),
+    };
     let parse_ms = parse_started.elapsed();
 
     std::fs::create_dir_all(&opts.out_dir)
@@ -122,7 +159,10 @@ pub fn observe_device(
             path: opts.out_dir.clone(),
             error,
         })?;
-    let stem = file_stem(device.serial(), opts.step);
+    let stem = match (opts.step_names, opts.step) {
+        (true, Some(step)) => format!("step_{step:03}"),
+        _ => file_stem(device.serial(), opts.step),
+    };
     let xml_path = save(&opts.out_dir, &format!("{stem}.xml"), xml.as_bytes())?;
     let screenshot_path = png
         .as_deref()
@@ -141,7 +181,7 @@ pub fn observe_device(
     let screen_size = info
         .screen_size
         .or_else(|| super::screen_size(&elements, image.as_ref()));
-    Ok(Observation {
+    let observation = Observation {
         run_id: opts.run_id.clone(),
         step: opts.step,
         ts: Some(ts),
@@ -160,6 +200,11 @@ pub fn observe_device(
         elements,
         timings,
         ..Observation::default()
+    };
+    Ok(Captured {
+        observation,
+        xml,
+        screenshot: image,
     })
 }
 

@@ -6,7 +6,7 @@
 pub mod device;
 pub mod offline;
 
-pub use device::{observe_device, DeviceCaptureError, DeviceOptions};
+pub use device::{capture_device, observe_device, Captured, DeviceCaptureError, DeviceOptions};
 pub use offline::{observe_files, OfflineOptions};
 
 use std::path::PathBuf;
@@ -67,15 +67,26 @@ fn is_progress_indicator(e: &UiElement) -> bool {
 
 /// Whether every pixel has the same colour, within [`UNIFORM_TOLERANCE`].
 pub fn is_uniform(image: &DynamicImage) -> bool {
-    let rgb = image.to_rgb8();
-    let mut pixels = rgb.pixels();
+    // Screenshots are 8-bit RGB or RGBA: compared in place, stopping at the first pixel that
+    // differs (at once on an ordinary screen). Other layouts are converted first.
+    let converted;
+    let (bytes, channels) = match image {
+        DynamicImage::ImageRgb8(rgb) => (rgb.as_raw().as_slice(), 3),
+        DynamicImage::ImageRgba8(rgba) => (rgba.as_raw().as_slice(), 4),
+        other => {
+            converted = other.to_rgb8();
+            (converted.as_raw().as_slice(), 3)
+        }
+    };
+    let mut pixels = bytes.chunks_exact(channels);
     let Some(first) = pixels.next() else {
         return true;
     };
     pixels.all(|p| {
-        p.0.iter()
-            .zip(first.0)
-            .all(|(&a, b)| a.abs_diff(b) <= UNIFORM_TOLERANCE)
+        p[..3]
+            .iter()
+            .zip(&first[..3])
+            .all(|(&a, &b)| a.abs_diff(b) <= UNIFORM_TOLERANCE)
     })
 }
 
@@ -126,6 +137,16 @@ mod tests {
         assert!(!flags(&[], Some(&drawn)).secure);
         assert!(!flags(&[], None).secure);
         assert_eq!(screen_size(&[], Some(&black)), Some([20, 30]));
+        // RGBA (what PNG screenshots decode to) and other layouts alike; alpha is not colour.
+        let mut rgba = image::RgbaImage::from_pixel(20, 30, image::Rgba([0, 0, 0, 255]));
+        assert!(is_uniform(&DynamicImage::ImageRgba8(rgba.clone())));
+        rgba.put_pixel(19, 29, image::Rgba([0, 0, 0, 0]));
+        assert!(is_uniform(&DynamicImage::ImageRgba8(rgba.clone())));
+        rgba.put_pixel(19, 29, image::Rgba([9, 0, 0, 255]));
+        assert!(!is_uniform(&DynamicImage::ImageRgba8(rgba)));
+        let luma = DynamicImage::ImageLuma8(image::GrayImage::from_pixel(4, 4, image::Luma([7])));
+        assert!(is_uniform(&luma));
+        assert!(is_uniform(&DynamicImage::ImageRgb8(RgbImage::new(0, 0))));
     }
 
     #[test]

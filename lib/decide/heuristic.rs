@@ -31,8 +31,7 @@ use super::graph::{Graph, Place, Plan, ScreenId, Step, UNSEEN_PRODUCTIVITY};
 use super::Credentials;
 use crate::events::{Action, ActionType, Decision};
 use crate::screen::{
-    bounding_box, controls, describe_action, is_submit, shape, target_of, ActionKey, Rank, Screen,
-    Widget, BACK, SCROLL,
+    action_on, controls, is_submit, shape, target_of, ActionKey, Rank, Screen, Widget, BACK, SCROLL,
 };
 use crate::ui::{is_actionable, UiElement};
 
@@ -643,7 +642,7 @@ impl Heuristic {
         if let Some(option) = self.option_as_found(screen, shown, &fields) {
             let why = "tried on the form filled, now on the form as found";
             return Some(Local {
-                actions: vec![act_on(
+                actions: vec![action_on(
                     elements,
                     option.element,
                     option.key.kind.clone(),
@@ -694,7 +693,7 @@ impl Heuristic {
         match next {
             Some((widget, _)) if actions.is_empty() || widget.control => {
                 let why = "untried on this screen";
-                actions.push(act_on(
+                actions.push(action_on(
                     elements,
                     widget.element,
                     widget.key.kind.clone(),
@@ -868,7 +867,7 @@ impl Heuristic {
                 .collect();
             actions = empty.into_iter().map(|field| self.fill(field)).collect();
         }
-        let mut action = act_on(elements, element, kind.clone(), why);
+        let mut action = action_on(elements, element, kind.clone(), why);
         if kind == ActionType::Input {
             action.input_text = Some(self.text_for(element));
         }
@@ -959,7 +958,7 @@ impl Heuristic {
     }
 
     fn fill(&self, element: &UiElement) -> Action {
-        let mut action = act_on(&[], element, ActionType::Input, "fill the field");
+        let mut action = action_on(&[], element, ActionType::Input, "fill the field");
         action.input_text = Some(self.text_for(element));
         action
     }
@@ -1020,23 +1019,4 @@ fn back(why: String) -> Choice {
     action.action_desc = Some("press back".into());
     action.reasoning = Some(why);
     Choice::new(vec![action])
-}
-
-/// An action on an element, carrying its `ref`, bounding box and signature. A click on an
-/// element that takes no touches (a list's item drawn as a plain label) is a tap at its centre:
-/// a box would snap to an actionable element nearby.
-pub fn act_on(elements: &[UiElement], element: &UiElement, kind: ActionType, why: &str) -> Action {
-    let mut action = Action::new(kind);
-    action.action_desc = Some(describe_action(elements, element, &action.action));
-    action.reasoning = Some(why.to_string());
-    action.widget = Some(crate::screen::signature(element));
-    if action.action == ActionType::Click && !is_actionable(element) {
-        let (x, y) = element.bounds.center();
-        action.action = ActionType::Tap;
-        action.point = Some([i64::from(x), i64::from(y)]);
-        return action;
-    }
-    action.target_bounding_box = Some(bounding_box(element.bounds));
-    action.ref_id = element.ref_id;
-    action
 }

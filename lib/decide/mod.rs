@@ -7,6 +7,7 @@
 //! observation, from every decision, and from the `result` lines that pass through (when a
 //! long-running decide sits in a loop), and it decides when a model fails or answers nonsense.
 
+pub mod cli;
 pub mod from_store;
 pub mod graph;
 pub mod heuristic;
@@ -115,6 +116,10 @@ pub enum Error {
          --on-unreachable fallback lets the heuristic decide instead)"
     )]
     Unreachable(#[source] ProviderError),
+    #[error("user_config.db")]
+    Settings(#[from] config::Error),
+    #[error("{0}")]
+    Flag(String),
     #[error("reading --system-prompt {}", path.display())]
     SystemPromptUnreadable {
         path: PathBuf,
@@ -399,6 +404,12 @@ impl Stage {
             }
         }
         self.undecided = observed.cloned();
+    }
+
+    /// Takes in a decision someone else made on `observation` (a driver's recovery), as a
+    /// stage resuming the run would.
+    pub fn learn_decided(&mut self, observation: &Observation, decision: &Decision) {
+        self.redo(observation, decision, false);
     }
 
     /// Takes in a recorded decision on `observation` (see [`Stage::resume`]).

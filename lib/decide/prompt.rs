@@ -43,6 +43,8 @@ pub struct PromptSettings {
     /// Other packages the exploration may enter (a browser for a login, say).
     pub allowed_packages: Vec<String>,
     pub credentials: Credentials,
+    /// A goal to reach (task mode): the model says when it is done.
+    pub task: Option<String>,
 }
 
 /// Multiply model coordinates by these to get device pixels.
@@ -90,11 +92,18 @@ pub fn default_system_prompt(
         .as_deref()
         .or(observation.package.as_deref())
         .unwrap_or("the app under test");
-    let mut text = format!(
-        "You are an expert Android tester exploring {app} on your own. Goal: visit every screen \
-         and try every feature at least once, preferring actions you have not tried yet. Stay \
-         inside {app}: if another app comes to the front, go back."
-    );
+    let mut text = match &settings.task {
+        Some(task) => format!(
+            "You are an expert Android tester using {app}. Your task: {task}. Take the actions \
+             that bring the task forward; when it is done, answer with \"done\": true. Stay \
+             inside {app}: if another app comes to the front, go back."
+        ),
+        None => format!(
+            "You are an expert Android tester exploring {app} on your own. Goal: visit every \
+             screen and try every feature at least once, preferring actions you have not tried \
+             yet. Stay inside {app}: if another app comes to the front, go back."
+        ),
+    };
     if !settings.allowed_packages.is_empty() {
         let _ = write!(
             text,
@@ -172,6 +181,7 @@ pub fn response_schema() -> Value {
                 },
             },
             "signup_completed": {"type": "boolean"},
+            "done": {"type": "boolean"},
         },
         "required": ["actions"],
     })
@@ -233,6 +243,19 @@ fn user_text(
                 .unwrap_or_else(|| "?".into());
             let _ = writeln!(text, "- step {step}: {} -> {}", entry.action, entry.outcome);
         }
+    }
+    if !observation.unvisited_activities.is_empty() {
+        let names: Vec<&str> = observation
+            .unvisited_activities
+            .iter()
+            .map(|a| a.rsplit('.').next().unwrap_or(a))
+            .collect();
+        let _ = writeln!(
+            text,
+            "Activities of the app not visited yet (goals, when this screen leads towards one): \
+             {}.",
+            names.join(", ")
+        );
     }
     let _ = writeln!(text, "is_stuck: {}", context.stuck_reason.is_some());
     if let Some(reason) = context.stuck_reason {
@@ -421,6 +444,27 @@ mod tests {
         assert!(!user.contains("step 5:") && user.contains("step 6:") && user.contains("step 20:"));
         assert!(user.contains("is_stuck: true\nstuck_reason: same screen 5 times"));
         assert!(user.contains("exactly ONE action"));
+    }
+
+    #[test]
+    fn unvisited_activities_are_offered_as_goals_by_their_short_names() {
+        let settings = PromptSettings {
+            text_only: true,
+            ..PromptSettings::default()
+        };
+        let none = build(&observation(None), &Context::default(), &settings);
+        assert!(!none.prompt.user.contains("not visited yet"));
+        let mut with_goals = observation(None);
+        with_goals.unvisited_activities = vec!["com.app.ui.CartActivity".into(), "Pay".into()];
+        let user = build(&with_goals, &Context::default(), &settings)
+            .prompt
+            .user;
+        assert!(
+            user.contains(
+                "not visited yet (goals, when this screen leads towards one): CartActivity, Pay."
+            ),
+            "{user}"
+        );
     }
 
     #[test]

@@ -4,9 +4,8 @@ use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::heuristic::act_on;
 use crate::events::{Action, ActionType, Observation};
-use crate::screen::primary_action;
+use crate::screen::{action_on, primary_action};
 use crate::ui::is_actionable;
 
 const WORDS: [&str; 6] = [
@@ -48,7 +47,7 @@ impl RandomDecider {
             0..=74 if !elements.is_empty() => {
                 let element = elements[self.rng.gen_range(0..elements.len())];
                 let kind = primary_action(element);
-                let mut action = act_on(&observation.elements, element, kind.clone(), "random");
+                let mut action = action_on(&observation.elements, element, kind.clone(), "random");
                 if kind == ActionType::Input {
                     action.input_text = Some(WORDS[self.rng.gen_range(0..WORDS.len())].into());
                 }

@@ -40,17 +40,23 @@ impl DeviceArgs {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<DeviceConfig, AdbError> {
         let mut server = ServerConfig::resolve(self.adb_host.as_deref(), self.adb_port, env)?;
-        if self.adb_timeout.is_finite() && self.adb_timeout > 0.0 {
-            server.timeout = Duration::from_secs_f64(self.adb_timeout);
-        }
-        if self.wait_for_device.is_finite() && self.wait_for_device >= 0.0 {
-            server.wait_for_device = Duration::from_secs_f64(self.wait_for_device);
-        }
+        self.apply_waits(&mut server);
         Ok(DeviceConfig {
             server,
             serial: self.device.clone().filter(|s| !s.is_empty()),
             screenshot,
             ..DeviceConfig::default()
         })
+    }
+
+    /// `--adb-timeout` and `--wait-for-device` on a server chosen elsewhere (droid-crawl's
+    /// own simulator).
+    pub fn apply_waits(&self, server: &mut ServerConfig) {
+        if self.adb_timeout.is_finite() && self.adb_timeout > 0.0 {
+            server.timeout = Duration::from_secs_f64(self.adb_timeout);
+        }
+        if self.wait_for_device.is_finite() && self.wait_for_device >= 0.0 {
+            server.wait_for_device = Duration::from_secs_f64(self.wait_for_device);
+        }
     }
 }

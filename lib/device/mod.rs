@@ -98,6 +98,11 @@ pub trait Device: Sync {
     fn pull(&self, path: &str) -> Result<Vec<u8>, DeviceError>;
     /// The crash log buffer (`logcat -b crash`), cleared after reading when `clear`.
     fn crash_log(&self, clear: bool) -> Result<String, DeviceError>;
+    /// The main and system log buffers (where ActivityManager reports ANRs), cleared after
+    /// reading when `clear`.
+    fn system_log(&self, _clear: bool) -> Result<String, DeviceError> {
+        Ok(String::new())
+    }
     fn app_version(&self, package: &str) -> Result<Option<AppVersion>, DeviceError>;
 }
 
@@ -495,6 +500,14 @@ impl Device for AdbDevice {
         let log = self.run("logcat -b crash -d")?.stdout_text();
         if clear {
             self.run("logcat -b crash -c")?;
+        }
+        Ok(log)
+    }
+
+    fn system_log(&self, clear: bool) -> Result<String, DeviceError> {
+        let log = self.run("logcat -b main,system -d")?.stdout_text();
+        if clear {
+            self.run("logcat -b main,system -c")?;
         }
         Ok(log)
     }

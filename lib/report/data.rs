@@ -303,11 +303,26 @@ pub struct Artifacts {
     pub screenshots_dir: Option<PathBuf>,
     pub events: Option<PathBuf>,
     pub log: Option<PathBuf>,
-    pub video: Option<PathBuf>,
-    pub pcap: Option<PathBuf>,
-    pub mobsf: Option<PathBuf>,
+    /// The integrations' files (`artifact` notes' `files`, relative to the session folder),
+    /// those that exist.
+    pub video: Vec<PathBuf>,
+    pub pcap: Vec<PathBuf>,
+    pub mobsf: Vec<PathBuf>,
+    pub apk: Vec<PathBuf>,
     /// Report files a crawl wrote (`run_ended.reports`).
     pub reports: Vec<PathBuf>,
+}
+
+impl Artifacts {
+    /// The integrations' files by name, as reports list them.
+    pub fn integration_files(&self) -> [(&'static str, &[PathBuf]); 4] {
+        [
+            ("video", &self.video),
+            ("pcap", &self.pcap),
+            ("mobsf", &self.mobsf),
+            ("apk", &self.apk),
+        ]
+    }
 }
 
 /// Everything known about one run.
@@ -699,7 +714,13 @@ fn run_stats(
         ("batch_success_rate", batch_success_rate),
         (
             "context_loss_count",
-            Value::from(notes.iter().filter(|n| n.kind == "context_loss").count()),
+            Value::from(
+                notes
+                    .iter()
+                    .filter(|n| n.kind == "context_loss")
+                    .filter(|n| n.data.as_ref().is_none_or(|d| d["detected_at"].is_null()))
+                    .count(),
+            ),
         ),
         ("device_id", Value::from(run.device_id.clone())),
         (
@@ -745,15 +766,27 @@ fn artifacts(db: &Path, row: &RunRow, notes: &[NoteRow], base: &Bases) -> Artifa
         .map(PathBuf::from)
         .filter(|p| p.is_dir());
     let inside = |rel: &str| session.as_ref().map(|s| s.join(rel)).filter(|p| p.exists());
-    let artifact = |kind: &str| {
-        notes
+    // The last note of the integration that names files.
+    let artifact = |kind: &str| -> Vec<PathBuf> {
+        let files = notes
             .iter()
             .rev()
             .filter(|n| n.kind == "artifact")
             .filter_map(|n| n.data.as_ref())
             .filter(|d| d.get("artifact").and_then(Value::as_str) == Some(kind))
-            .find_map(|d| d.get("path").and_then(Value::as_str))
-            .and_then(|p| base.resolve(Some(p)))
+            .filter_map(|d| d.get("files").and_then(Value::as_array))
+            .find(|files| !files.is_empty());
+        files
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|file| match &session {
+                Some(session) if Path::new(file).is_relative() => {
+                    Some(session.join(file)).filter(|p| p.is_file())
+                }
+                _ => base.resolve(Some(file)),
+            })
+            .collect()
     };
     let reports = row
         .ended
@@ -776,6 +809,7 @@ fn artifacts(db: &Path, row: &RunRow, notes: &[NoteRow], base: &Bases) -> Artifa
         video: artifact("video"),
         pcap: artifact("pcap"),
         mobsf: artifact("mobsf"),
+        apk: artifact("activities"),
         reports,
     }
 }
@@ -802,32 +836,9 @@ pub fn show(value: &Value) -> String {
     }
 }
 
-/// Text from an app, a model or a device, safe for a terminal or a layout: control
-/// characters (the escape of an escape sequence included) and bidirectional overrides (which
-/// can make text read other than it is) dropped, tabs as spaces, newlines kept.
-pub fn clean(text: &str) -> String {
-    text.chars()
-        .filter_map(|c| match c {
-            '\n' => Some('\n'),
-            '\t' => Some(' '),
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => None,
-            c if c.is_control() => None,
-            c => Some(c),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clean_text_has_no_controls_and_no_overrides() {
-        assert_eq!(
-            clean("\u{1b}[31mred\u{1b}[0m\tok\r\nline \u{202e}txt.exe\u{200d}"),
-            "[31mred[0m ok\nline txt.exe\u{200d}"
-        );
-    }
 
     #[test]
     fn statistics_read_naturally() {

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::data::clean;
 use super::Report;
+use crate::terminal::clean;
 
 /// A DOT string literal.
 fn quoted(text: &str) -> String {

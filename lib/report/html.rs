@@ -9,10 +9,11 @@ use std::fmt::Write;
 
 use base64::Engine;
 
-use super::data::{clean, show, CrashGroup, Report, STAT_GROUPS};
+use super::data::{show, CrashGroup, Report, STAT_GROUPS};
 use super::graph::Layout;
 use super::junit::escape;
 use super::thumbnail;
+use crate::terminal::clean;
 
 /// Thumbnail size of a screen, in pixels (the box; the aspect ratio is kept).
 const THUMB: (u32, u32) = (180, 400);
@@ -398,9 +399,11 @@ impl Page {
         row("screenshots", a.screenshots_dir.as_ref());
         row("events", a.events.as_ref());
         row("log", a.log.as_ref());
-        row("video", a.video.as_ref());
-        row("pcap", a.pcap.as_ref());
-        row("mobsf", a.mobsf.as_ref());
+        for (name, paths) in a.integration_files() {
+            for path in paths {
+                row(name, Some(path));
+            }
+        }
         self.body.push_str("</table>");
     }
 }

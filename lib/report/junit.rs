@@ -8,8 +8,9 @@
 
 use std::fmt::Write;
 
-use super::data::{clean, CrashGroup};
+use super::data::CrashGroup;
 use super::Report;
+use crate::terminal::clean;
 
 /// Text for an XML attribute or element, escaped; characters XML 1.0 forbids are dropped.
 pub fn escape(text: &str) -> String {

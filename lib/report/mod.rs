@@ -28,7 +28,7 @@ pub enum Error {
     Store(#[from] crate::store::Error),
     #[error("the database has no run yet")]
     NoRuns,
-    #[error("writing the report: {0}")]
+    #[error("writing the report")]
     Write(#[source] std::io::Error),
     #[error("no font for the PDF: {0}")]
     Font(String),
@@ -149,6 +149,12 @@ pub fn write_files(
         written.push(path);
     }
     Ok(written)
+}
+
+/// The text summary of `run` in the crawler.db at `db` (what a crawl prints at its end).
+pub fn text_summary(db: &std::path::Path, run: &str) -> Result<String, Error> {
+    let store = crate::store::Store::open_existing(db)?;
+    Ok(text::render(&Report::load(&store, run)?))
 }
 
 /// Writes `report` in `format` to `out`.

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use super::data::{clean, show, Report};
+use super::data::{show, Report};
+use crate::terminal::clean;
 
 /// Widest line.
 pub const WIDTH: usize = 80;
@@ -182,23 +183,19 @@ pub fn render(report: &Report) -> String {
         ("screenshots", a.screenshots_dir.as_ref()),
         ("events", a.events.as_ref()),
         ("log", a.log.as_ref()),
-        ("video", a.video.as_ref()),
-        ("pcap", a.pcap.as_ref()),
-        ("mobsf", a.mobsf.as_ref()),
     ];
     for (name, path) in files {
         if let Some(path) = path {
-            out.wrapped(
-                &format!("  {name:<12}"),
-                &clean(&path.display().to_string()),
-            );
+            out.path(name, path);
+        }
+    }
+    for (name, paths) in a.integration_files() {
+        for path in paths {
+            out.path(name, path);
         }
     }
     for path in &a.reports {
-        out.wrapped(
-            &format!("  {:<12}", "report"),
-            &clean(&path.display().to_string()),
-        );
+        out.path("report", path);
     }
     out.text
 }
@@ -229,6 +226,15 @@ impl Summary {
 
     fn field(&mut self, label: &str, value: &str) {
         self.wrapped(&format!("{label:<LABEL$}"), &clean(value));
+    }
+
+    /// A file on one line however long, so that it can be copied whole.
+    fn path(&mut self, name: &str, path: &std::path::Path) {
+        let _ = writeln!(
+            self.text,
+            "  {name:<12}{}",
+            clean(&path.display().to_string())
+        );
     }
 
     /// `first` then `text` wrapped at word boundaries to [`WIDTH`], continuation lines indented
@@ -285,6 +291,14 @@ mod tests {
             assert!(line.chars().count() <= WIDTH, "{line:?}");
         }
         assert_eq!(out.text.lines().count(), 3 + 4);
+    }
+
+    #[test]
+    fn paths_are_never_cut() {
+        let mut out = Summary::default();
+        let long = format!("/tmp/{}/report.pdf", "session".repeat(20));
+        out.path("report", std::path::Path::new(&long));
+        assert_eq!(out.text, format!("  report      {long}\n"));
     }
 
     #[test]

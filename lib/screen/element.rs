@@ -152,6 +152,31 @@ pub fn signature(element: &UiElement) -> String {
     )
 }
 
+/// An action on an element, carrying its `ref`, bounding box and signature: what a decider
+/// writes to act on a widget it saw. A click on an element that takes no touches (a list's item
+/// drawn as a plain label) is a tap at its centre: a box would snap to an actionable element
+/// nearby, and Android hands the touch to whatever under that point handles it.
+pub fn action_on(
+    elements: &[UiElement],
+    element: &UiElement,
+    kind: ActionType,
+    why: &str,
+) -> Action {
+    let mut action = Action::new(kind);
+    action.action_desc = Some(describe_action(elements, element, &action.action));
+    action.reasoning = Some(why.to_string());
+    action.widget = Some(signature(element));
+    if action.action == ActionType::Click && !crate::ui::is_actionable(element) {
+        let (x, y) = element.bounds.center();
+        action.action = ActionType::Tap;
+        action.point = Some([i64::from(x), i64::from(y)]);
+        return action;
+    }
+    action.target_bounding_box = Some(bounding_box(element.bounds));
+    action.ref_id = element.ref_id;
+    action
+}
+
 /// Whether the observation's elements carry `[ref=N]`s (the pruned tree gave them out).
 fn has_refs(observation: &Observation) -> bool {
     observation.elements.iter().any(|e| e.ref_id.is_some())

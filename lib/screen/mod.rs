@@ -27,8 +27,8 @@ use crate::events::{Action, ActionType, Observation};
 use crate::ui::UiElement;
 
 pub use element::{
-    bounding_box, bounds_of, controls, descendants, describe, describe_action, element_by_ref,
-    label_in, list_of, passive_items, reference, signature, snap, target_of,
+    action_on, bounding_box, bounds_of, controls, descendants, describe, describe_action,
+    element_by_ref, label_in, list_of, passive_items, reference, signature, snap, target_of,
 };
 pub use role::{
     gestures, is_form_button, is_risky, is_submit, is_unmarked_list, primary_action, rank, shape,

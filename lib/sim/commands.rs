@@ -9,17 +9,19 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use sha2::{Digest, Sha256};
 
 use super::dumpsys::{self, full_class, short_component, PackageFacts, DENSITY, SDK};
 use super::fault::{Faults, Latency};
 use super::logcat::{self, Buffer, LogBuffers};
+use super::packages::{self, apk_dir, PCAPDROID_CONTROL, PCAPDROID_PACKAGE};
+use super::pcapdroid;
 use super::procfs::{self, package_uid, ProcFs};
 use super::render;
 use super::settings::{self, Request, Settings};
 use super::shell::{lock, FsHandle, Output, Programs, Session, SHELL_PID};
-use super::system::LAUNCHER_PACKAGE;
+use super::system::{self, LAUNCHER_PACKAGE};
 use super::toybox;
+use super::video;
 use super::world::{Foreground, InputError, LaunchError, TaskSummary, World};
 
 /// The programs the shell finds on its `PATH` (all in `/system/bin`).
@@ -97,14 +99,13 @@ const FEATURES: &[&str] = &[
     "android.software.webview",
 ];
 const ADB_KEYBOARD_IME: &str = "com.android.adbkeyboard/.AdbIME";
-const PCAPDROID_CONTROL: &str = "com.emanuelef.remote_capture/.activities.CaptureCtrl";
 const BROWSER_PACKAGE: &str = "com.android.chrome";
-const PCAPDROID_DIR: &str = "/sdcard/Download/PCAPdroid";
 /// `screenrecord --time-limit` default and maximum on classic builds.
 const SCREENRECORD_MAX_SECS: u64 = 180;
-/// How often screenrecord samples the screen, and checks whether its client is still there.
-const FRAME_INTERVAL: Duration = Duration::from_secs(1);
-const HANGUP_POLL: Duration = Duration::from_millis(200);
+/// `screenrecord --bit-rate` default (v1.2's help: 20 Mbps).
+const SCREENRECORD_BIT_RATE: u32 = 20_000_000;
+/// How often screenrecord looks for a changed screen, and whether its client is still there.
+const FRAME_POLL: Duration = Duration::from_millis(100);
 /// The `input` usage text of Android 11+ (`input_usage_android11plus.txt`).
 const INPUT_USAGE: &str = "Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]
 
@@ -161,14 +162,6 @@ struct Process {
     signal: Arc<(Mutex<Option<Signal>>, Condvar)>,
 }
 
-/// A running PCAPdroid capture.
-#[derive(Debug)]
-struct Capture {
-    started: Instant,
-    path: String,
-    app: String,
-}
-
 /// The simulated phone as the shell sees it: the world plus storage, faults, latency and the
 /// few long-running programs.
 #[derive(Debug)]
@@ -180,7 +173,7 @@ pub struct Device {
     serial: String,
     processes: Mutex<Vec<Process>>,
     next_pid: AtomicU32,
-    capture: Mutex<Option<Capture>>,
+    capture: Mutex<Option<pcapdroid::Capture>>,
     settings: Mutex<Settings>,
     logs: Mutex<LogBuffers>,
     screen_on: AtomicBool,
@@ -188,13 +181,19 @@ pub struct Device {
     /// The intent (its fields before `cmp=`) and caller uid of a launch a command is making,
     /// for the activity log.
     launching: Mutex<Option<(String, u32)>>,
+    /// When each of the last [`BUSY_KEPT`] commands ran, latency included.
+    busy: Mutex<std::collections::VecDeque<(Instant, Instant)>>,
 }
+
+/// How many command periods a device keeps for [`Device::busy_periods`].
+pub const BUSY_KEPT: usize = 65_536;
 
 /// What the activity manager's log is written from: the state before and after a command.
 struct Moment {
     foreground: Foreground,
     pids: Vec<(String, u32)>,
     tasks: Vec<TaskSummary>,
+    anr: bool,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -215,9 +214,16 @@ impl Device {
     pub fn new(world: World, faults: Faults, latency: Latency, serial: String) -> Device {
         let mut world = world;
         world.set_anr_screen(faults.anr_screen());
+        let mut storage = super::shell::FileSystem::default();
+        let apks = packages::apk_files(world.model(), &world.installed_packages(), |p| {
+            world.is_system_package(p)
+        });
+        for (path, apk) in apks {
+            storage.install(&path, &apk);
+        }
         Device {
             world: Mutex::new(world),
-            fs: FsHandle::default(),
+            fs: Mutex::new(storage),
             faults,
             latency,
             serial,
@@ -229,7 +235,14 @@ impl Device {
             screen_on: AtomicBool::new(true),
             booted: Instant::now(),
             launching: Mutex::new(None),
+            busy: Mutex::new(std::collections::VecDeque::new()),
         }
+    }
+
+    /// When the device was busy: the start and end of each of its last [`BUSY_KEPT`] commands
+    /// (their latency included), oldest first. Commands of several connections may overlap.
+    pub fn busy_periods(&self) -> Vec<(Instant, Instant)> {
+        guard(&self.busy).iter().copied().collect()
     }
 
     fn world(&self) -> MutexGuard<'_, World> {
@@ -339,14 +352,32 @@ impl Device {
             foreground: world.foreground(),
             pids,
             tasks: world.tasks(),
+            anr: world.anr_showing(),
         }
     }
 
     /// Writes what the activity manager logs about a command's effects: processes started and
-    /// gone, and activities started.
+    /// gone, activities started, and an app that stopped responding.
     fn log_changes(&self, before: &Moment, after: &Moment) {
         let mut logs = guard(&self.logs);
         let front = &after.foreground;
+        if after.anr && !before.anr {
+            let pid = after
+                .pids
+                .iter()
+                .find(|(p, _)| *p == front.package)
+                .map_or(0, |(_, pid)| *pid);
+            let component = short_component(&front.package, &front.activity);
+            for line in system::anr_block(&front.package, &component, pid) {
+                logs.log(
+                    Buffer::System,
+                    SYSTEM_SERVER_PID,
+                    'E',
+                    "ActivityManager",
+                    &line,
+                );
+            }
+        }
         let started = front.package != before.foreground.package
             || front.activity != before.foreground.activity;
         let front_task = after.tasks.last();
@@ -736,7 +767,8 @@ impl Device {
             );
         };
         let starting = format!("Starting: {}\n", intent.describe());
-        if component == PCAPDROID_CONTROL {
+        let pcapdroid_installed = self.world().model().pcapdroid().is_some();
+        if component == PCAPDROID_CONTROL && pcapdroid_installed {
             return match self.pcapdroid(&intent.extras, fs) {
                 Ok(()) => text(starting),
                 Err(message) => Output {
@@ -814,6 +846,9 @@ impl Device {
 
     /// `am force-stop`: the process dies, as the activity manager logs it.
     fn force_stop(&self, package: &str) {
+        if package == PCAPDROID_PACKAGE {
+            let _ = self.end_capture(true);
+        }
         if self.world().pid(package).is_some() {
             guard(&self.logs).log(
                 Buffer::System,
@@ -868,7 +903,16 @@ impl Device {
     }
 
     /// The PCAPdroid `CaptureCtrl` activity: `-e action start|stop|get_status`, pcap_file mode.
+    /// A request without the API key the model sets waits for a consent nobody gives.
     fn pcapdroid(&self, extras: &BTreeMap<String, String>, fs: &FsHandle) -> Result<(), String> {
+        let key = self
+            .world()
+            .model()
+            .pcapdroid()
+            .and_then(|p| p.api_key.clone());
+        if key.is_some() && extras.get("api_key") != key.as_ref() {
+            return Ok(());
+        }
         match extras.get("action").map(String::as_str) {
             Some("start") => {
                 let name = extras
@@ -878,38 +922,54 @@ impl Device {
                 if name.contains('/') {
                     return Err(format!("PCAPdroid: invalid pcap_name {name}\n"));
                 }
-                let path = format!("{PCAPDROID_DIR}/{name}");
+                let path = format!("{}/{name}", pcapdroid::DIR);
+                // A start while capturing ends the running capture first.
+                self.end_capture(false).map_err(|e| format!("{e}\n"))?;
                 let mut storage = lock(fs);
                 storage
-                    .mkdir(PCAPDROID_DIR, true)
+                    .mkdir(pcapdroid::DIR, true)
                     .map_err(|e| e.to_string())?;
                 storage
-                    .write(&path, &pcap::header(), false)
+                    .write(&path, &pcapdroid::header(), false)
                     .map_err(|e| e.to_string())?;
+                drop(storage);
                 let app = extras
                     .get("app_filter")
                     .cloned()
                     .unwrap_or_else(|| self.world().foreground().package);
-                *guard(&self.capture) = Some(Capture {
+                let pid = self.next_pid.fetch_add(1, Ordering::SeqCst);
+                guard(&self.processes).push(Process {
+                    pid,
+                    name: PCAPDROID_PACKAGE,
+                    signal: Arc::new((Mutex::new(None), Condvar::new())),
+                });
+                *guard(&self.capture) = Some(pcapdroid::Capture {
+                    pid,
                     started: Instant::now(),
                     path,
                     app,
                 });
                 Ok(())
             }
-            Some("stop") => {
-                if let Some(capture) = guard(&self.capture).take() {
-                    let seconds = capture.started.elapsed().as_secs().clamp(1, 600) as u32;
-                    let file = pcap::capture(&capture.app, seconds);
-                    lock(fs)
-                        .write(&capture.path, &file, false)
-                        .map_err(|e| e.to_string())?;
-                }
-                Ok(())
-            }
+            Some("stop") => self.end_capture(false).map_err(|e| format!("{e}\n")),
             Some("get_status") => Ok(()),
             _ => Err("PCAPdroid: missing or unknown action\n".to_string()),
         }
+    }
+
+    /// Ends the running capture, if any: stopped, its file complete; or its process killed,
+    /// the file as far as it got.
+    fn end_capture(&self, killed: bool) -> Result<(), super::shell::FsError> {
+        let Some(capture) = guard(&self.capture).take() else {
+            return Ok(());
+        };
+        guard(&self.processes).retain(|p| p.pid != capture.pid);
+        let file = if killed {
+            capture.file_when_killed()
+        } else {
+            capture.file()
+        };
+        lock(&self.fs).write(&capture.path, &file, false)
     }
 
     fn pm(&self, args: &[String]) -> Output {
@@ -917,9 +977,12 @@ impl Device {
         let known = |package: &String| installed.contains(package);
         match args.first().map(String::as_str) {
             Some("path") => match args.get(1) {
-                Some(package) if known(package) => {
-                    text(format!("package:{}/base.apk\n", apk_dir(package)))
-                }
+                Some(package) if known(package) => text(
+                    packages::apk_paths(self.world().model(), package)
+                        .iter()
+                        .map(|path| format!("package:{path}\n"))
+                        .collect::<String>(),
+                ),
                 _ => Output::status(1),
             },
             Some("list") => match args.get(1).map(String::as_str) {
@@ -1037,9 +1100,12 @@ impl Device {
     }
 
     /// Records until the time limit, SIGINT/SIGTERM (`pkill -INT screenrecord`), or SIGHUP (the
-    /// client went away): all finish the file; SIGKILL leaves it unfinished.
+    /// client went away): all finish the file; SIGKILL leaves it unfinished. A frame is encoded
+    /// whenever the screen changes (see [`video`]).
     fn screenrecord(&self, args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
         let mut limit = SCREENRECORD_MAX_SECS;
+        let mut size = self.screen_size();
+        let mut bit_rate = SCREENRECORD_BIT_RATE;
         let mut file = None;
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -1056,7 +1122,15 @@ impl Device {
                         }
                     }
                 }
-                "--size" | "--bit-rate" | "--display-id" | "--output-format" => {
+                "--size" => match iter.next().and_then(|v| video::parse_size(v)) {
+                    Some(wanted) => size = wanted,
+                    None => return error("Invalid size specified\n", 2),
+                },
+                "--bit-rate" => match iter.next().and_then(|v| video::parse_bit_rate(v)) {
+                    Some(rate) => bit_rate = rate,
+                    None => return error("Invalid bit rate specified\n", 2),
+                },
+                "--display-id" | "--output-format" => {
                     iter.next();
                 }
                 "--verbose" | "--bugreport" => {}
@@ -1080,25 +1154,30 @@ impl Device {
             name: "screenrecord",
             signal: Arc::clone(&signal),
         });
-        let deadline = Instant::now() + Duration::from_secs(limit);
-        let mut frames: Vec<Vec<u8>> = Vec::new();
-        let mut last_frame = Vec::new();
-        let mut next_frame = Instant::now();
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(limit);
+        let mut recording = video::Recording::new(size, bit_rate);
+        let mut shown: Option<(bool, String)> = None;
         let ended = loop {
             let now = Instant::now();
-            if now >= next_frame {
-                let frame = render::png(&self.world().screenshot());
-                if frame != last_frame {
-                    frames.push(frame.clone());
-                    last_frame = frame;
-                }
-                next_frame = now + FRAME_INTERVAL;
+            // The screen as the display shows it: what the app draws, or black while it is off.
+            let screen_on = self.screen_on.load(Ordering::SeqCst);
+            let current = (screen_on, self.world().hierarchy_xml());
+            if shown.as_ref() != Some(&current) {
+                let image = if screen_on {
+                    self.world().screenshot()
+                } else {
+                    let (width, height) = self.screen_size();
+                    render::black(width, height)
+                };
+                recording.frame(&image, now - started);
+                shown = Some(current);
             }
             if now >= deadline || session.hung_up() {
                 break Signal::Stop;
             }
             let (slot, wake) = &*signal;
-            let wait = (deadline - now).min(HANGUP_POLL);
+            let wait = (deadline - now).min(FRAME_POLL);
             let held = guard(slot);
             let (held, _) = wake
                 .wait_timeout_while(held, wait, |s| s.is_none())
@@ -1107,11 +1186,21 @@ impl Device {
                 break received;
             }
         };
+        let length = started.elapsed().min(Duration::from_secs(limit));
+        let encoder_error = recording.error.clone();
+        let written = recording
+            .finish(length, ended == Signal::Stop)
+            .and_then(|video| {
+                lock(fs)
+                    .write(&path, &video, false)
+                    .map_err(|e| e.to_string())
+            });
+        // The process is gone only once its file is complete, as `pidof` shows on a device.
         guard(&self.processes).retain(|p| p.pid != pid);
-        let video = mp4::file(&frames, ended == Signal::Stop);
-        match lock(fs).write(&path, &video, false) {
-            Ok(()) => Output::default(),
-            Err(err) => error(format!("Unable to write '{path}': {err}\n"), 1),
+        match (written, encoder_error) {
+            (Err(err), _) => error(format!("Unable to write '{path}': {err}\n"), 1),
+            (Ok(()), Some(err)) => error(format!("Encoder failed: {err}\n"), 1),
+            (Ok(()), None) => Output::default(),
         }
     }
 
@@ -1228,6 +1317,10 @@ impl Device {
 
     /// Delivers a signal to a simulated program or, any signal being fatal to it, an app process.
     fn deliver(&self, pid: u32, signal: Signal) -> bool {
+        if guard(&self.capture).as_ref().is_some_and(|c| c.pid == pid) {
+            let _ = self.end_capture(true);
+            return true;
+        }
         if self.signal(pid, signal) {
             return true;
         }
@@ -1283,6 +1376,7 @@ impl Programs for Device {
         if let Some(name) = program_name(&argv[0]) {
             named[0] = name.to_string();
         }
+        let started = Instant::now();
         let delay = self.latency.delay(&named);
         if !delay.is_zero() {
             std::thread::sleep(delay);
@@ -1290,6 +1384,11 @@ impl Programs for Device {
         let before = self.moment();
         let output = self.dispatch(argv, session, fs);
         self.log_changes(&before, &self.moment());
+        let mut busy = guard(&self.busy);
+        if busy.len() == BUSY_KEPT {
+            busy.pop_front();
+        }
+        busy.push_back((started, Instant::now()));
         output
     }
 }
@@ -1303,17 +1402,6 @@ fn program_name(command: &str) -> Option<&str> {
             (dir == toybox::BIN && PROGRAMS.contains(&name)).then_some(name)
         }
     }
-}
-
-/// The Android 11+ install directory of a package: `/data/app/~~HASH==/PKG-HASH==`.
-fn apk_dir(package: &str) -> String {
-    let digest = Sha256::digest(package.as_bytes());
-    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-    format!(
-        "/data/app/~~{}==/{package}-{}==",
-        b64(&digest[..16]),
-        b64(&digest[16..32])
-    )
 }
 
 /// Raw `screencap`: width, height, format (1 = RGBA_8888), colour space (1 = sRGB), pixels.
@@ -1469,155 +1557,9 @@ impl Intent {
     }
 }
 
-/// A valid pcap file (LINKTYPE_RAW, as PCAPdroid writes) of the app's DNS traffic.
-mod pcap {
-    const LINKTYPE_RAW: u32 = 101;
-
-    pub fn header() -> Vec<u8> {
-        let mut out = Vec::with_capacity(24);
-        out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-        out.extend_from_slice(&2u16.to_le_bytes());
-        out.extend_from_slice(&4u16.to_le_bytes());
-        out.extend_from_slice(&0i32.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&65535u32.to_le_bytes());
-        out.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
-        out
-    }
-
-    /// One DNS query and answer per second of capture, for a host named after the app.
-    pub fn capture(app: &str, seconds: u32) -> Vec<u8> {
-        let host: Vec<&str> = app.split('.').rev().collect();
-        let host = format!("api.{}", host.join("."));
-        let start = 1_767_225_600u32; // 2026-01-01, fixed so captures are reproducible
-        let mut out = header();
-        for second in 0..seconds {
-            let id = (second & 0xffff) as u16;
-            let query = dns(&host, id, false);
-            let answer = dns(&host, id, true);
-            let port = 40000 + (second % 20000) as u16;
-            record(
-                &mut out,
-                start + second,
-                0,
-                &ipv4_udp([10, 215, 173, 1], [10, 215, 173, 2], port, 53, &query),
-            );
-            record(
-                &mut out,
-                start + second,
-                20_000,
-                &ipv4_udp([10, 215, 173, 2], [10, 215, 173, 1], 53, port, &answer),
-            );
-        }
-        out
-    }
-
-    fn record(out: &mut Vec<u8>, secs: u32, micros: u32, packet: &[u8]) {
-        let len = packet.len() as u32;
-        for value in [secs, micros, len, len] {
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-        out.extend_from_slice(packet);
-    }
-
-    fn dns(host: &str, id: u16, answer: bool) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&id.to_be_bytes());
-        out.extend_from_slice(&(if answer { 0x8180u16 } else { 0x0100 }).to_be_bytes());
-        for count in [1u16, u16::from(answer), 0, 0] {
-            out.extend_from_slice(&count.to_be_bytes());
-        }
-        for label in host.split('.').filter(|l| !l.is_empty()) {
-            let label = &label.as_bytes()[..label.len().min(63)];
-            out.push(label.len() as u8);
-            out.extend_from_slice(label);
-        }
-        out.push(0);
-        out.extend_from_slice(&[0, 1, 0, 1]);
-        if answer {
-            out.extend_from_slice(&[
-                0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 93, 184, 215, 14,
-            ]);
-        }
-        out
-    }
-
-    fn ipv4_udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-        let total = (20 + 8 + payload.len()) as u16;
-        let mut ip = vec![0x45, 0];
-        ip.extend_from_slice(&total.to_be_bytes());
-        ip.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
-        ip.extend_from_slice(&src);
-        ip.extend_from_slice(&dst);
-        let sum = checksum(&ip);
-        ip[10..12].copy_from_slice(&sum.to_be_bytes());
-        ip.extend_from_slice(&sport.to_be_bytes());
-        ip.extend_from_slice(&dport.to_be_bytes());
-        ip.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
-        ip.extend_from_slice(&[0, 0]); // UDP checksum 0: "not computed", valid for IPv4
-        ip.extend_from_slice(payload);
-        ip
-    }
-
-    pub fn checksum(bytes: &[u8]) -> u16 {
-        let mut sum: u32 = bytes
-            .chunks(2)
-            .map(|pair| u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)])))
-            .sum();
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        !(sum as u16)
-    }
-}
-
-/// An MP4-shaped container of the recorded frames: `ftyp`, `mdat` (the distinct frames as PNG),
-/// and `moov` only when the recording ended cleanly (SIGINT or time limit), as a real
-/// screenrecord killed with SIGKILL leaves a file without its `moov` atom.
-mod mp4 {
-    fn boxed(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(8 + body.len());
-        out.extend_from_slice(&((8 + body.len()) as u32).to_be_bytes());
-        out.extend_from_slice(kind);
-        out.extend_from_slice(body);
-        out
-    }
-
-    pub fn file(frames: &[Vec<u8>], finished: bool) -> Vec<u8> {
-        let mut out = boxed(b"ftyp", b"isom\0\0\x02\0isomiso2mp41");
-        out.extend(boxed(b"mdat", &frames.concat()));
-        if finished {
-            let mut mvhd = vec![0u8; 100];
-            mvhd[12..16].copy_from_slice(&1000u32.to_be_bytes()); // timescale
-            mvhd[16..20].copy_from_slice(&(frames.len() as u32 * 1000).to_be_bytes());
-            out.extend(boxed(b"moov", &boxed(b"mvhd", &mvhd)));
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pcap_packets_carry_valid_ipv4_checksums() {
-        let file = pcap::capture("com.example.shop", 2);
-        assert_eq!(&file[..4], &0xa1b2_c3d4u32.to_le_bytes());
-        let mut offset = 24;
-        let mut packets = 0;
-        while offset < file.len() {
-            let len =
-                u32::from_le_bytes(file[offset + 8..offset + 12].try_into().unwrap()) as usize;
-            let packet = &file[offset + 16..offset + 16 + len];
-            assert_eq!(pcap::checksum(&packet[..20]), 0, "header sums to 0xffff");
-            assert_eq!(usize::from(u16::from_be_bytes([packet[2], packet[3]])), len);
-            offset += 16 + len;
-            packets += 1;
-        }
-        assert_eq!(packets, 4);
-        assert!(String::from_utf8_lossy(&file).contains("shop"));
-    }
 
     #[test]
     fn intents_parse_extras_and_describe_themselves() {

@@ -8,8 +8,10 @@
 //! lines through [`shell`] and the programs in [`commands`], with [`fault`] injection. The
 //! programs' outputs are split by what they show: [`dumpsys`] (system services), [`logcat`]
 //! (log buffers), [`procfs`] (processes, `/proc`), [`settings`] (the settings provider) and
-//! [`toybox`] (files, text tools, network interfaces). [`check`] walks a model through that
-//! socket as a tester would (`droid-sim --check`).
+//! [`toybox`] (files, text tools, network interfaces); [`packages`] (installed APKs),
+//! [`pcapdroid`] (traffic captures) and [`video`] (screenrecord's MP4) make the files the crawl
+//! integrations pull. [`check`] walks a model through that socket as a tester would
+//! (`droid-sim --check`).
 
 pub mod check;
 pub mod commands;
@@ -19,6 +21,8 @@ pub mod fault;
 pub mod keys;
 pub mod logcat;
 pub mod model;
+pub mod packages;
+pub mod pcapdroid;
 pub mod procfs;
 pub mod render;
 pub mod server;
@@ -27,6 +31,7 @@ pub mod shell;
 pub mod system;
 pub mod toybox;
 pub mod truth;
+pub mod video;
 pub mod world;
 
 pub use server::{Sim, SimConfig, SimError, SimHandle};

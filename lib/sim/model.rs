@@ -250,8 +250,32 @@ pub struct AppModel {
     screen_size: (u32, u32),
     start: usize,
     ime_adbkeyboard: bool,
+    apk: ApkSpec,
+    pcapdroid: Option<Pcapdroid>,
     screens: Vec<Screen>,
     transitions: Vec<Transition>,
+}
+
+/// What the app's APK holds beyond the activities of its screens (`"apk"` in the model).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApkSpec {
+    /// Activities the manifest declares that no screen of the model shows (`.Name` or full).
+    #[serde(default)]
+    pub extra_activities: Vec<String>,
+    /// Split APKs installed beside `base.apk` (`config.arm64_v8a` is `split_config.arm64_v8a.apk`).
+    #[serde(default)]
+    pub splits: Vec<String>,
+}
+
+/// PCAPdroid installed on the device (`"pcapdroid"` in the model).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pcapdroid {
+    /// The control API key set in PCAPdroid's settings: requests without it wait for a consent
+    /// nobody gives. Without one every request is granted.
+    #[serde(default)]
+    pub api_key: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -268,6 +292,10 @@ struct RawModel {
     transitions: Vec<RawTransition>,
     #[serde(default)]
     ime_adbkeyboard: bool,
+    #[serde(default)]
+    apk: ApkSpec,
+    #[serde(default)]
+    pcapdroid: Option<Pcapdroid>,
 }
 
 #[derive(Deserialize)]
@@ -414,6 +442,8 @@ impl AppModel {
             screen_size: (width, height),
             start,
             ime_adbkeyboard: raw.ime_adbkeyboard,
+            apk: raw.apk,
+            pcapdroid: raw.pcapdroid,
             screens,
             transitions,
         })
@@ -439,6 +469,16 @@ impl AppModel {
     /// Whether the model installs the ADB Keyboard IME.
     pub fn ime_adbkeyboard(&self) -> bool {
         self.ime_adbkeyboard
+    }
+
+    /// What the app's APK declares beyond its screens' activities, and its splits.
+    pub fn apk(&self) -> &ApkSpec {
+        &self.apk
+    }
+
+    /// PCAPdroid, when the model installs it.
+    pub fn pcapdroid(&self) -> Option<&Pcapdroid> {
+        self.pcapdroid.as_ref()
     }
 
     pub fn start(&self) -> usize {

@@ -209,6 +209,12 @@ impl SimHandle {
         &self.shared.serial
     }
 
+    /// When the device was busy running commands (see [`Device::busy_periods`]): what a
+    /// client's own overhead is measured against.
+    pub fn busy_periods(&self) -> Vec<(std::time::Instant, std::time::Instant)> {
+        self.shared.device.busy_periods()
+    }
+
     /// Blocks until a client sends `host:kill`.
     pub fn wait(&self) {
         let (flag, wake) = &self.shared.stopped;

@@ -321,6 +321,22 @@ pub fn external_screen(package: &str, (width, height): (u32, u32)) -> Screen {
     }
 }
 
+/// The activity manager's lines for an app that stopped responding to input, as Android logs
+/// them under `E ActivityManager` when it raises the "isn't responding" dialog.
+pub fn anr_block(package: &str, component: &str, pid: u32) -> Vec<String> {
+    vec![
+        format!("ANR in {package} ({component})"),
+        format!("PID: {pid}"),
+        "Reason: Input dispatching timed out (Waiting to send non-key event because the touched \
+         window has not finished processing certain input events that were delivered to it over \
+         500.0ms ago.  Wait queue length: 2.  Wait queue head age: 5006.3ms.)"
+            .to_string(),
+        "Load: 1.52 / 1.31 / 1.10".to_string(),
+        "CPU usage from 0ms to 5012ms later:".to_string(),
+        format!("  92% {pid}/{package}: 88% user + 4% kernel / faults: 312 minor"),
+    ]
+}
+
 /// A FATAL EXCEPTION block in logcat's default (threadtime) format.
 pub fn fatal_exception_block(package: &str, pid: u32, activity: &str, exception: &str) -> String {
     let stamp = chrono::Utc::now().format("%m-%d %H:%M:%S%.3f");

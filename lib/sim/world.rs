@@ -13,6 +13,7 @@ use thiserror::Error;
 use super::dispatch::{self, Touch};
 use super::keys::{keycode, typed_char, KEY_APP_SWITCH, KEY_BACK, KEY_DEL, KEY_HOME};
 use super::model::{write_hierarchy, Action, AppModel, Destination, Node, Screen};
+use super::packages::PCAPDROID_PACKAGE;
 use super::render;
 use super::system::{
     self, external_screen, fatal_exception_block, package_label, LAUNCHER_PACKAGE,
@@ -445,6 +446,9 @@ impl World {
         }));
         if self.adb_keyboard_installed() {
             packages.insert(ADB_KEYBOARD_PACKAGE.to_string());
+        }
+        if self.model.pcapdroid().is_some() {
+            packages.insert(PCAPDROID_PACKAGE.to_string());
         }
         packages.into_iter().collect()
     }
@@ -1030,6 +1034,8 @@ impl World {
                         | "com.android.systemui"
                         | "com.android.inputmethod.latin"
                         | ADB_KEYBOARD_PACKAGE
+                        // Kept off the simulated launcher so its pages stay the app's own.
+                        | PCAPDROID_PACKAGE
                 )
         }));
         apps

@@ -161,6 +161,52 @@ impl Store {
         ingest.finish()?;
         Ok(ended)
     }
+
+    /// Runs left RUNNING by a crawl that is gone become ERROR at once: a run whose
+    /// `run_started` names a driver process on this host (`driver.pid`, `driver.host`) that no
+    /// longer runs. (A hand-made pipe has no driver: its runs are [`Store::cleanup`]'s.)
+    pub fn cleanup_dead_drivers(&self) -> Result<Vec<String>> {
+        let drivers: Vec<(String, Option<i64>, Option<String>)> = {
+            let mut stmt = self
+                .conn
+                .prepare(
+                    "SELECT r.run_key, json_extract(e.json, '$.driver.pid'),
+                       json_extract(e.json, '$.driver.host')
+                     FROM runs r JOIN run_events e ON e.run_id = r.id AND e.type = 'run_started'
+                     WHERE r.status = 'RUNNING' ORDER BY r.id",
+                )
+                .ctx("finding running runs")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .ctx("finding running runs")?;
+            rows.collect::<rusqlite::Result<_>>()
+                .ctx("finding running runs")?
+        };
+        let here = host_name();
+        let mut ingest = self.ingest();
+        let mut ended = Vec::new();
+        for (run, pid, host) in drivers {
+            let (Some(pid), Some(host)) = (pid, host) else {
+                continue;
+            };
+            if host != here || writer_alive(pid) {
+                continue;
+            }
+            let event = Event::RunEnded(RunEnded {
+                run_id: run.clone(),
+                ts: Some(crate::events::now_ts()),
+                status: "ERROR".into(),
+                reason: Some(format!(
+                    "the crawl driving it (process {pid} on {host}) is gone"
+                )),
+                ..RunEnded::default()
+            });
+            ingest.push_event(event)?;
+            ended.push(run);
+        }
+        ingest.finish()?;
+        Ok(ended)
+    }
 }
 
 fn writer_alive(pid: i64) -> bool {

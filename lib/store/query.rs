@@ -91,6 +91,35 @@ fn action_row(row: &Row<'_>, offset: usize) -> rusqlite::Result<ActionRow> {
 
 impl Store {
     /// Every run, oldest first.
+    /// The run a control command is for: `run` when given, else the newest run still
+    /// RUNNING; with its session folder. `None` when there is no such run or it has no folder.
+    pub fn controlled_run(
+        &self,
+        run: Option<&str>,
+    ) -> Result<Option<(String, std::path::PathBuf)>> {
+        let row: Option<(String, Option<String>)> = match run {
+            Some(run) => self
+                .conn
+                .query_row(
+                    "SELECT run_key, session_path FROM runs WHERE run_key = ?1",
+                    [run],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional(),
+            None => self
+                .conn
+                .query_row(
+                    "SELECT run_key, session_path FROM runs WHERE status = 'RUNNING'
+                     ORDER BY id DESC LIMIT 1",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional(),
+        }
+        .ctx("finding the run")?;
+        Ok(row.and_then(|(run, dir)| dir.map(|dir| (run, dir.into()))))
+    }
+
     pub fn runs(&self) -> Result<Vec<RunSummary>> {
         let mut stmt = self
             .conn

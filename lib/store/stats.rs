@@ -127,7 +127,13 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         .ctx("computing run_stats")?;
     fields.push(("most_visited_screen_id", most.map(|m| m.0).into()));
     fields.push(("most_visited_screen_count", most.map_or(0, |m| m.1).into()));
-    fields.push(("unique_activities_visited", discovery[2].clone()));
+    fields.push((
+        "unique_activities_visited",
+        match declared_activities(conn, run_id)? {
+            Some(declared) => declared_visited(conn, run_id, &declared)?,
+            None => discovery[2].clone(),
+        },
+    ));
 
     // Actions.
     let (all, ok, failed) = actions_by_type(conn, run_id)?;
@@ -186,16 +192,19 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         fields.push((name, value));
     }
 
-    // Errors and recoveries, from notes (`data.recovered`, `data.recovery_ms`) and results.
+    // Errors and recoveries, from notes (`data.recovered`, `data.recovery_ms`) and results. A
+    // `stuck` note that follows up an earlier detection names it in `data.detected_at`.
     let recovery = one("SELECT
-           COALESCE(SUM(k = 'stuck'), 0), COALESCE(SUM(k = 'stuck' AND rec = 1), 0),
+           COALESCE(SUM(k = 'stuck' AND since IS NULL), 0),
+           COALESCE(SUM(k = 'stuck' AND rec = 1), 0),
            COALESCE(SUM(k = 'crash'), 0), COALESCE(SUM(k = 'relaunch'), 0),
            COALESCE(SUM(k = 'context_loss' AND rec = 1), 0),
            COALESCE(SUM(k = 'uiautomator_crash'), 0),
            COALESCE(SUM(k = 'uiautomator_crash' AND rec = 1), 0),
            AVG(ms)
          FROM (SELECT json_extract(json, '$.kind') k, json_extract(json, '$.data.recovered') rec,
-                 json_extract(json, '$.data.recovery_ms') ms
+                 json_extract(json, '$.data.recovery_ms') ms,
+                 json_extract(json, '$.data.detected_at') since
                FROM run_events WHERE run_id = ?1 AND type = 'note')")?;
     for (name, value) in [
         "stuck_detection_count",
@@ -241,7 +250,8 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
     fields.push(("screen_height", height));
     fields.push(("app_version", first("$.app_version")?));
 
-    // Network and security artifacts: the last `artifact` note of each kind.
+    // Network and security artifacts: the last `artifact` note of each kind (see
+    // docs/integrations.md for each `data` shape).
     let artifact = |kind: &str, field: &str| -> Result<Sql> {
         conn.query_row(
             "SELECT json_extract(json, '$.data.' || ?3) FROM run_events
@@ -336,6 +346,35 @@ fn counted(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<[Sql
                 r.get(6)?,
             ])
         },
+    )
+    .ctx("computing run_stats")
+}
+
+/// The activities the app's APK declares, as the last `activities` artifact note lists them
+/// (a JSON array), when the run has one.
+fn declared_activities(conn: &Connection, run_id: i64) -> Result<Option<String>> {
+    conn.query_row(
+        "SELECT json_extract(json, '$.data.declared') FROM run_events
+         WHERE run_id = ?1 AND type = 'note' AND json_extract(json, '$.kind') = 'artifact'
+         AND json_extract(json, '$.data.artifact') = 'activities'
+         AND json_type(json, '$.data.declared') = 'array' ORDER BY seq DESC LIMIT 1",
+        [run_id],
+        |r| r.get::<_, Option<String>>(0),
+    )
+    .optional()
+    .map(Option::flatten)
+    .ctx("computing run_stats")
+}
+
+/// Distinct declared activities among the screens the run visited: activity coverage over what
+/// the APK declares, so other apps' activities (a browser opened by a link) do not count.
+fn declared_visited(conn: &Connection, run_id: i64, declared: &str) -> Result<Sql> {
+    conn.query_row(
+        "SELECT COUNT(DISTINCT s.activity_name)
+         FROM graph_persistence_outcomes o JOIN screens s ON s.id = o.screen_id
+         WHERE o.run_id = ?1 AND s.activity_name IN (SELECT value FROM json_each(?2))",
+        params![run_id, declared],
+        |r| r.get::<_, Sql>(0),
     )
     .ctx("computing run_stats")
 }

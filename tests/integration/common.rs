@@ -33,7 +33,7 @@ pub fn droid(name: &str) -> Command {
             || key.starts_with("ANDROID_")
             || key.starts_with("ADB_")
             || key.ends_with("_API_KEY")
-            || key.ends_with("_BASE_URL")
+            || key.ends_with("_URL")
             || key == "NO_COLOR"
             || key == "RUST_LOG"
             || key.starts_with("TEST_");
@@ -66,4 +66,37 @@ pub fn feed(cmd: &mut Command, input: &str) -> std::process::Output {
     child
         .wait_with_output()
         .expect("waiting for a droid binary")
+}
+
+/// Whether a tool the test needs is on `PATH`. Without it the test prints a skip notice and
+/// passes, except under `DROID_REQUIRE_ADB=1` (set by `.ci/run`, which installs every tool):
+/// then it fails, naming the Debian package that brings the tool.
+pub fn require_tool(tool: &str, package: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|_| true)
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var("DROID_REQUIRE_ADB").as_deref() == Ok("1") {
+        panic!("DROID_REQUIRE_ADB=1 but `{tool}` is not on PATH: apt-get install {package}");
+    }
+    eprintln!("skipped: `{tool}` is not on PATH (apt-get install {package})");
+    false
+}
+
+/// A copy of a bundled app model (`apps/NAME/model.json`) with top-level fields added or
+/// replaced, written into `dir`; its path, for `SimConfig::new`.
+pub fn model_with(dir: &std::path::Path, name: &str, fields: serde_json::Value) -> String {
+    let text = std::fs::read_to_string(root().join("apps").join(name).join("model.json"))
+        .expect("bundled model");
+    let mut model: serde_json::Value = serde_json::from_str(&text).expect("model JSON");
+    for (key, value) in fields.as_object().expect("fields are an object") {
+        model[key] = value.clone();
+    }
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, model.to_string()).expect("writing the model");
+    path.to_string_lossy().into_owned()
 }

@@ -2,11 +2,13 @@
 
 mod act;
 mod adb;
+mod apk;
 mod capture;
 mod capture_device;
 mod common;
-#[path = "../support/crawl.rs"]
 mod crawl;
+#[path = "../support/crawl.rs"]
+mod crawled;
 mod decide_from_store;
 mod decide_heuristic;
 mod decide_openai_compat;
@@ -18,6 +20,8 @@ mod events;
 mod explore;
 mod fuzz;
 mod hash;
+mod integrations;
+mod media;
 mod one_graph;
 mod record;
 mod report;

@@ -16,7 +16,7 @@ use droid::store::Store;
 use serde_json::Value;
 
 use crate::common::{droid, fixtures};
-use crate::crawl::{crawl_in_process, CrawledRun};
+use crate::crawled::{crawl_in_process, CrawledRun};
 
 /// Steps of the shared crawl: enough for the heuristic to reach the crash and the ANR.
 const STEPS: u64 = 60;
@@ -170,8 +170,14 @@ fn json_carries_every_run_stats_field_by_the_references_name() {
 #[test]
 fn text_fits_in_80_columns_and_names_the_crash() {
     let text = read("text");
-    for line in text.lines() {
+    // Paths are whole so that they can be copied; everything else fits.
+    let (body, files) = text.split_once("\nFiles\n").unwrap();
+    for line in body.lines() {
         assert!(line.chars().count() <= 80, "{line:?}");
+    }
+    for line in files.lines() {
+        let path = line.split_whitespace().nth(1).unwrap();
+        assert!(Path::new(path).exists(), "{line:?}");
     }
     assert!(text.contains("Crashes: 1 distinct"), "{text}");
     assert!(text.contains("java.lang.IllegalStateException: cache directory is locked"));

@@ -793,6 +793,45 @@ fn screenrecord_runs_until_sigint_and_leaves_a_finished_file() {
     );
 }
 
+#[test]
+fn screenrecord_writes_a_video_ffprobe_decodes_frame_by_frame() {
+    let sim = start();
+    shell_ok(
+        &sim,
+        "monkey -p com.example.tiny -c android.intent.category.LAUNCHER 1",
+    );
+    std::thread::scope(|scope| {
+        let recorder = scope.spawn(|| shell(&sim, "screenrecord --time-limit 2 /sdcard/v.mp4"));
+        until_screenrecord(&sim, true);
+        // A second screen while recording: the launcher.
+        shell_ok(&sim, "input keyevent HOME");
+        assert_eq!(recorder.join().unwrap().status, Some(0));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("v.mp4");
+    std::fs::write(&file, exec(&sim, "cat /sdcard/v.mp4")).unwrap();
+    let Some(probe) = crate::media::ffprobe(&file) else {
+        return;
+    };
+    let probe = probe.expect("ffprobe decodes the recording");
+    assert_eq!(probe.codec, "h264");
+    assert_eq!((probe.width, probe.height), (720, 1280));
+    assert!((probe.duration - 2.0).abs() < 0.05, "{probe:?}");
+    assert_eq!(probe.frames, 2, "the app, then the launcher: {probe:?}");
+    // --size scales the display into the video.
+    shell_ok(
+        &sim,
+        "screenrecord --time-limit 1 --size 360x640 /sdcard/s.mp4",
+    );
+    std::fs::write(&file, exec(&sim, "cat /sdcard/s.mp4")).unwrap();
+    let small = crate::media::ffprobe(&file).unwrap().unwrap();
+    assert_eq!((small.width, small.height, small.frames), (360, 640, 1));
+    assert_ne!(
+        shell(&sim, "screenrecord --size 12 /sdcard/x.mp4").status,
+        Some(0)
+    );
+}
+
 /// Waits (bounded) until `pidof screenrecord` says `running`.
 fn until_screenrecord(sim: &SimHandle, running: bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -834,7 +873,9 @@ fn screenrecord_finishes_its_file_when_the_client_hangs_up() {
 
 #[test]
 fn pcapdroid_control_intent_writes_a_pcap_file() {
-    let sim = start();
+    let dir = tempfile::tempdir().unwrap();
+    let model = crate::common::model_with(dir.path(), "tiny", serde_json::json!({"pcapdroid": {}}));
+    let sim = Sim::start(SimConfig::new(model)).unwrap();
     let control = "am start -n com.emanuelef.remote_capture/.activities.CaptureCtrl";
     let started = shell_ok(
         &sim,

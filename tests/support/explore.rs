@@ -216,6 +216,7 @@ pub fn with_sim<T>(app: &str, f: impl FnOnce(&Explorer, &Path) -> T) -> T {
         concurrent: true,
         run_id: Some("r1".into()),
         step: None,
+        step_names: false,
     };
     let explorer = Explorer::new(&device, capture, quick_act()).unwrap();
     f(&explorer, &truth)

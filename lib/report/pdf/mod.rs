@@ -18,9 +18,10 @@ use serde_json::Value;
 
 pub use fonts::{Fonts, Style};
 
-use super::data::{clean, show, CrashGroup, Report, STAT_GROUPS};
+use super::data::{show, CrashGroup, Report, STAT_GROUPS};
 use super::graph::Layout;
 use super::{thumbnail, Error};
+use crate::terminal::clean;
 
 const PAGE_W: f32 = 595.28;
 const PAGE_H: f32 = 841.89;

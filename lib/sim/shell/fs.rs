@@ -203,6 +203,18 @@ impl FileSystem {
         Ok(())
     }
 
+    /// Puts a file of the system image in place (an installed APK): read-only to the shell,
+    /// its folders created, counted against the storage like any file.
+    pub fn install(&mut self, path: &str, data: &[u8]) {
+        let path = Self::normalize(path);
+        let mut dir = Self::parent(&path).to_string();
+        while self.dirs.insert(dir.clone()) && dir != "/" {
+            dir = Self::parent(&dir).to_string();
+        }
+        self.used += data.len();
+        self.files.insert(path, (data.to_vec(), self.booted));
+    }
+
     /// Writes (or appends to) a file.
     pub fn write(&mut self, path: &str, data: &[u8], append: bool) -> Result<(), FsError> {
         self.check_writable(path)?;

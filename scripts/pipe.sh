@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The demo: a simulated phone running the bundled shop app, explored step by step by the stage
-# binaries wired together in a shell pipe, exactly as a person would run them by hand.
+# The stage pipe: a simulated phone running the bundled shop app, explored step by step by the
+# stage binaries wired together in a shell pipe, exactly as a person would run them by hand to
+# run, swap or debug one stage (droid-crawl does all of this in one process).
 #
-#   scripts/demo.sh [STEPS] [APP]        (default: 15 steps of builtin:shop)
+#   scripts/pipe.sh [STEPS] [APP]        (default: 15 steps of builtin:shop)
 #
-# Everything lands in a fresh folder under target/demo/: crawler.db, the screenshots, the event
+# Everything lands in a fresh folder under target/pipe/: crawler.db, the screenshots, the event
 # log and the simulator's truth log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 steps=${1:-15}
 app=${2:-builtin:shop}
 bin=target/debug
-out=target/demo/$(date +%Y%m%d_%H%M%S)
+out=target/pipe/$(date +%Y%m%d_%H%M%S)
 mkdir -p "$out"
 
 "$bin/droid-sim" --app "$app" --truth-log "$out/truth.jsonl" > "$out/sim.ready" &
@@ -24,7 +25,7 @@ package=$("$bin/droid-sim" --app "$app" --describe | head -n 1 | cut -d" " -f1)
 echo "droid-sim serving $app on 127.0.0.1:$port" >&2
 
 export ANDROID_ADB_SERVER_PORT=$port
-run=demo-$(date +%s)
+run=pipe-$(date +%s)
 db=$out/crawler.db
 "$bin/droid-act" launch "$package" > /dev/null
 
@@ -39,7 +40,7 @@ for step in $(seq "$steps"); do
         "$(grep '"screen"' "$out/truth.jsonl" | tail -n 1 | sed -E 's/.*"screen":"([^"]*)".*/\1/')" >&2
 done
 
-# A pipe has no driver to end the run, so the demo says it ended, as droid-crawl would.
+# A pipe has no driver to end the run, so the script says it ended, as droid-crawl would.
 printf '{"type":"run_ended","v":1,"run_id":"%s","ts":"%s","status":"COMPLETED","reason":"max_steps","steps":%d}\n' \
     "$run" "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" "$steps" | "$bin/droid-record" --db "$db" >> "$out/events.jsonl"
 

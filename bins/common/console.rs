@@ -1,0 +1,101 @@
+//! How a crawl shows itself: every event as a JSON line on stdout (for pipes and programs),
+//! messages for people on stderr, and on a terminal a progress bar. Text from apps and models is
+//! cleaned before a terminal shows it.
+#![allow(dead_code)] // Only droid-crawl watches a crawl.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use droid::crawl::{Level, Listener, Progress};
+use droid::events::Event;
+use droid::terminal::clean;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Console<O: Write> {
+    out: O,
+    out_closed: bool,
+    /// The least level shown.
+    level: Level,
+    terminal: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl<O: Write> Console<O> {
+    /// `verbose` and `quiet` count `-v` and `-q`.
+    pub fn new(out: O, verbose: u8, quiet: u8) -> Console<O> {
+        let level = match (verbose, quiet) {
+            (0, 0) => Level::Info,
+            (_, 0) => Level::Debug,
+            (_, 1) => Level::Warn,
+            _ => Level::Error,
+        };
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (terminal && quiet == 0).then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            if let Ok(style) =
+                ProgressStyle::with_template("{spinner} step {pos}/{len} {wide_msg} {elapsed}")
+            {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
+        Console {
+            out,
+            out_closed: false,
+            level,
+            terminal,
+            bar,
+        }
+    }
+
+    /// The progress bar goes away (before the summary is printed).
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl<O: Write> Listener for Console<O> {
+    fn event(&mut self, event: &Event) {
+        if self.out_closed {
+            return;
+        }
+        // Nobody reads stdout any more (`droid-crawl | head`): the crawl goes on.
+        if writeln!(self.out, "{}", event.to_line())
+            .and_then(|()| self.out.flush())
+            .is_err()
+        {
+            self.out_closed = true;
+        }
+    }
+
+    fn say(&mut self, level: Level, message: &str) {
+        if level < self.level {
+            return;
+        }
+        let message = match self.terminal {
+            true => clean(message),
+            false => message.to_string(),
+        };
+        let line = format!("droid-crawl: {message}");
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn progress(&mut self, progress: &Progress) {
+        let Some(bar) = &self.bar else { return };
+        bar.set_length(progress.max_steps);
+        bar.set_position(progress.step);
+        bar.set_message(format!(
+            "{} screens, {} crashes, {} model calls{}",
+            progress.unique_screens,
+            progress.crashes,
+            progress.model_calls,
+            if progress.paused { " (paused)" } else { "" }
+        ));
+    }
+}

@@ -1,0 +1,232 @@
+//! The crawl's policies: what counts as stuck, as a lost context, as an ANR dialog, and how a
+//! failed capture is told from a device that is gone. Each from how Android behaves, never from
+//! a particular app.
+
+use crate::capture::device::DeviceCaptureError;
+use crate::crash::{anr_signature, AnrData, ReproStep};
+use crate::events::{now_ts, Note, NoteKind, Observation};
+use crate::screen::ScreenKey;
+use crate::ui::UiElement;
+
+/// Steps in a row outside the app (each answered with back) before a relaunch.
+pub const BACKS_BEFORE_RELAUNCH: u32 = 3;
+
+/// Times a screen may be seen in a row, the actions on it not navigating, before the crawl is
+/// stuck there.
+const SAME_SCREEN_TIMES: u32 = 2;
+
+/// ANRs on one screen answered with "Wait" before the app is closed instead.
+const WAITS_PER_SCREEN: u32 = 2;
+
+/// The system dialog's buttons (AOSP's `aerr_*` ids, the same on every Android since 4.x).
+const ANR_WAIT: &str = "android:id/aerr_wait";
+const ANR_CLOSE: &str = "android:id/aerr_close";
+
+/// A stuck state, for the observation and its note.
+pub struct StuckState {
+    pub reason: String,
+    /// Detected at this step (a note is due).
+    pub detected: bool,
+}
+
+/// Consecutive visits to one screen whose actions did not navigate.
+#[derive(Debug, Default)]
+pub struct Stuck {
+    last: Option<ScreenKey>,
+    times: u32,
+    /// The last step's actions changed the activity.
+    navigated: bool,
+    /// The step stuck was detected at, while stuck.
+    since: Option<u64>,
+    /// Left the screen it was stuck on, at the step it was detected at.
+    recovered: Option<u64>,
+}
+
+impl Stuck {
+    /// Takes in the screen of `step`: the stuck state when the screen has been seen more than
+    /// twice in a row and the actions on it did not navigate.
+    pub fn observe(&mut self, key: &ScreenKey, step: u64) -> Option<StuckState> {
+        let same = self.last.as_ref() == Some(key) && !self.navigated;
+        if same {
+            self.times += 1;
+        } else {
+            if let Some(since) = self.since.take() {
+                self.recovered = Some(since);
+            }
+            self.last = Some(key.clone());
+            self.times = 1;
+        }
+        if self.times <= SAME_SCREEN_TIMES {
+            return None;
+        }
+        let detected = self.since.is_none();
+        self.since.get_or_insert(step);
+        Some(StuckState {
+            reason: format!(
+                "the same screen {} times in a row; the actions tried here did not navigate",
+                self.times
+            ),
+            detected,
+        })
+    }
+
+    /// Whether the step's actions navigated away.
+    pub fn acted(&mut self, navigated: bool) {
+        self.navigated = navigated;
+    }
+
+    /// The step stuck was detected at, once the crawl left that screen (taken once).
+    pub fn take_recovery(&mut self) -> Option<u64> {
+        self.recovered.take()
+    }
+}
+
+/// Steps in a row another app was in front.
+#[derive(Debug, Default)]
+pub struct ContextLoss {
+    times: u32,
+}
+
+impl ContextLoss {
+    /// Another app is in front once more: how many steps in a row now.
+    pub fn lost(&mut self, _package: &str) -> u32 {
+        self.times += 1;
+        self.times
+    }
+
+    /// The app is in front: `Some(steps it was out)` when it had been lost.
+    pub fn back_in_app(&mut self) -> Option<u32> {
+        (self.times > 0).then(|| std::mem::take(&mut self.times))
+    }
+
+    pub fn reset(&mut self) {
+        self.times = 0;
+    }
+}
+
+/// The system's "isn't responding" dialog.
+#[derive(Debug, Default)]
+pub struct AnrDialog {
+    /// ANRs answered per screen of the app (the last one seen before the dialog).
+    waits: std::collections::HashMap<String, u32>,
+}
+
+impl AnrDialog {
+    /// The button to press when the observation shows the dialog: "Wait", or "Close app"
+    /// after [`WAITS_PER_SCREEN`] waits for the same app.
+    pub fn button<'o>(&mut self, observation: &'o Observation) -> Option<&'o UiElement> {
+        let find = |id: &str| observation.elements.iter().find(|e| e.resource_id == id);
+        let wait = find(ANR_WAIT);
+        let close = find(ANR_CLOSE);
+        wait.or(close)?;
+        let title = observation
+            .elements
+            .iter()
+            .find(|e| !e.text.is_empty())
+            .map(|e| e.text.clone())
+            .unwrap_or_default();
+        let waited = self.waits.entry(title).or_default();
+        *waited += 1;
+        match (*waited > WAITS_PER_SCREEN, wait, close) {
+            (true, _, Some(close)) | (false, None, Some(close)) => Some(close),
+            (_, Some(wait), _) => Some(wait),
+            (_, None, None) => None,
+        }
+    }
+}
+
+/// The `anr` note for the dialog on `observation`: the ANR block of the system log when there
+/// is one for the app, else what the dialog says.
+pub fn anr_note(
+    package: &str,
+    observation: &Observation,
+    system_log: &str,
+    since_launch: &[ReproStep],
+) -> Note {
+    let logged = crate::crash::parse_anrs(system_log)
+        .into_iter()
+        .find(|anr| anr.package == package);
+    let texts: Vec<&str> = observation
+        .elements
+        .iter()
+        .map(|e| e.text.as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut anr = logged.unwrap_or_else(|| {
+        let reason = texts
+            .first()
+            .copied()
+            .unwrap_or("not responding")
+            .to_string();
+        AnrData {
+            package: package.to_string(),
+            signature: anr_signature(package, "", &reason),
+            trace: texts.join("\n"),
+            reason,
+            ..AnrData::default()
+        }
+    });
+    anr.repro_steps = since_launch.to_vec();
+    anr.screenshot_path = observation.screenshot_path.clone();
+    anr.recovered = true;
+    Note {
+        ts: Some(now_ts()),
+        kind: NoteKind::Anr,
+        message: Some(format!("ANR: {}", anr.reason)),
+        data: serde_json::to_value(&anr).ok(),
+        ..Note::default()
+    }
+}
+
+/// Whether a capture failed in uiautomator (its idle-state or null-root errors, a dump that
+/// was not XML): worth trying again, where a device that is gone is not.
+pub fn is_dump_failure(error: &DeviceCaptureError) -> bool {
+    match error {
+        DeviceCaptureError::Hierarchy(_) => true,
+        DeviceCaptureError::Device(device) => matches!(
+            device,
+            crate::device::DeviceError::Dump { .. } | crate::device::DeviceError::NullRoot
+        ),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ScreenKey {
+        ScreenKey::from_stored(name)
+    }
+
+    #[test]
+    fn stuck_after_the_third_visit_without_navigating_and_recovered_on_leaving() {
+        let mut stuck = Stuck::default();
+        assert!(stuck.observe(&key("a"), 1).is_none());
+        stuck.acted(false);
+        assert!(stuck.observe(&key("a"), 2).is_none());
+        stuck.acted(false);
+        let state = stuck.observe(&key("a"), 3).unwrap();
+        assert!(state.detected && state.reason.contains("3 times"));
+        stuck.acted(false);
+        assert!(!stuck.observe(&key("a"), 4).unwrap().detected);
+        stuck.acted(false);
+        assert!(stuck.observe(&key("b"), 5).is_none());
+        assert_eq!(stuck.take_recovery(), Some(3));
+        assert_eq!(stuck.take_recovery(), None);
+        // Actions that navigate (to another activity and back) are no sign of being stuck.
+        stuck.acted(true);
+        assert!(stuck.observe(&key("b"), 6).is_none());
+        stuck.acted(true);
+        assert!(stuck.observe(&key("b"), 7).is_none());
+    }
+
+    #[test]
+    fn context_loss_counts_steps_in_a_row() {
+        let mut loss = ContextLoss::default();
+        assert_eq!(loss.back_in_app(), None);
+        assert_eq!((loss.lost("x"), loss.lost("x")), (1, 2));
+        assert_eq!(loss.back_in_app(), Some(2));
+        assert_eq!(loss.lost("x"), 1);
+    }
+}

@@ -1,0 +1,513 @@
+//! droid-crawl end to end, against droid-sim (in-process with `--sim`, or a simulator process
+//! when the test needs to kill things): exploring, crashes, ANRs, other apps, secure screens,
+//! faults, control from another process, signals, and a stage replaced by a program.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::droid;
+
+/// A crawl's folder: crawler.db and the session folders under `out`.
+struct Place {
+    dir: tempfile::TempDir,
+}
+
+impl Place {
+    fn new() -> Place {
+        Place {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("crawler.db")
+    }
+
+    fn crawl(&self, args: &[&str]) -> Command {
+        let mut cmd = droid("droid-crawl");
+        cmd.args(["--db", &self.db().display().to_string()])
+            .args(["--out", &self.dir.path().join("out").display().to_string()])
+            .args(["--pause-ms", "0", "--report", "none"])
+            .args(args);
+        cmd
+    }
+
+    /// A crawl of `sim` with `args`, run to its end.
+    fn run(&self, sim: &str, args: &[&str]) -> Output {
+        self.crawl(&["--sim", sim]).args(args).output().unwrap()
+    }
+
+    fn sql(&self, query: &str) -> Vec<Vec<Value>> {
+        let conn = rusqlite::Connection::open(self.db()).unwrap();
+        let mut stmt = conn.prepare(query).unwrap();
+        let columns = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..columns)
+                    .map(|i| {
+                        Ok(match r.get::<_, rusqlite::types::Value>(i)? {
+                            rusqlite::types::Value::Integer(n) => Value::from(n),
+                            rusqlite::types::Value::Real(f) => Value::from(f),
+                            rusqlite::types::Value::Text(t) => Value::from(t),
+                            _ => Value::Null,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    }
+}
+
+/// The events a crawl wrote on stdout.
+fn events(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn notes<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "note" && e["kind"] == kind)
+        .collect()
+}
+
+fn ended(events: &[Value]) -> &Value {
+    events
+        .iter()
+        .rfind(|e| e["type"] == "run_ended")
+        .expect("a run_ended")
+}
+
+/// The model screens a truth log says the device showed.
+fn shown(truth: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(truth)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["screen"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_shop_is_explored_whole_its_crash_recorded_and_the_browser_left() {
+    let place = Place::new();
+    let truth = place.dir.path().join("truth.jsonl");
+    let truth_arg = truth.display().to_string();
+    let output = place.run(
+        "builtin:shop",
+        &["--max-steps", "69", "--sim-truth-log", &truth_arg],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let events = events(&output);
+    assert_eq!(ended(&events)["status"], "COMPLETED");
+    assert_eq!(ended(&events)["reason"], "max_steps");
+    // Every screen of the model (the app's 23, and the browser and launcher it passes).
+    let model = droid::sim::model::AppModel::load("builtin:shop").unwrap();
+    let reachable: BTreeSet<String> = model
+        .reachable()
+        .into_iter()
+        .map(|i| model.screen(i).id.clone())
+        .collect();
+    let shown = shown(&truth);
+    let missed: Vec<&String> = reachable.difference(&shown).collect();
+    assert!(missed.is_empty(), "missed {missed:?}");
+
+    // The crash: its trace, the steps to reproduce it, the screenshot, and a relaunch.
+    let crash = notes(&events, "crash")[0];
+    let data = &crash["data"];
+    assert!(data["stack_trace"]
+        .as_str()
+        .unwrap()
+        .contains("FATAL EXCEPTION"));
+    assert_eq!(data["exception"], "java.lang.IllegalStateException");
+    assert!(!data["repro_steps"].as_array().unwrap().is_empty());
+    assert!(Path::new(data["screenshot_path"].as_str().unwrap()).is_file());
+    assert_eq!(data["signature"].as_str().unwrap().len(), 16);
+    let relaunched = events.iter().any(|e| {
+        e["type"] == "decision" && e["decider"] == "droid-crawl" && e["relaunch"].is_string()
+    });
+    assert!(relaunched, "a relaunch after the crash");
+    // The external link: another app in front, then back in the app.
+    let losses = notes(&events, "context_loss");
+    assert!(losses
+        .iter()
+        .any(|n| n["data"]["package"] == "com.android.chrome"));
+    assert!(losses.iter().any(|n| n["data"]["recovered"] == true));
+    // Each loss counts once however many steps it lasted.
+    let began = losses
+        .iter()
+        .filter(|n| n["data"]["detected_at"].is_null())
+        .count();
+    let back = losses
+        .iter()
+        .filter(|n| n["data"]["recovered"] == true)
+        .count();
+    let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!("context lost {began} (recovered {back})")),
+        "{stderr}"
+    );
+    // What stdout carried is what crawler.db and the session folder hold.
+    let run = ended(&events)["run_id"].as_str().unwrap();
+    let stats =
+        place.sql("SELECT app_crash_count, unique_screens_visited, total_steps FROM run_stats");
+    assert_eq!(stats[0][0], 1);
+    assert_eq!(stats[0][2], 69);
+    // A stuck screen is one detection note, and one more when the crawl gets away from it.
+    let stuck = notes(&events, "stuck");
+    let recovered = stuck
+        .iter()
+        .filter(|n| n["data"]["recovered"] == true)
+        .count();
+    let counted = place.sql("SELECT stuck_detection_count, stuck_recovery_success FROM run_stats");
+    let detected = stuck
+        .iter()
+        .filter(|n| n["data"]["detected_at"].is_null())
+        .count();
+    assert_eq!(counted[0][0], detected as i64);
+    assert_eq!(counted[0][1], recovered as i64);
+    let session = PathBuf::from(ended(&events)["session_dir"].as_str().unwrap());
+    let logged = std::fs::read_to_string(session.join("events.jsonl")).unwrap();
+    assert_eq!(logged.lines().count(), events.len());
+    assert!(session.join("logs/crawler.log").is_file());
+    assert!(session.join("screenshots/step_001.png").is_file());
+    assert!(
+        stderr.contains(run) && stderr.contains("Crashes: 1 distinct"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_secure_screen_stops_a_crawl_that_needs_screenshots_with_a_clear_error() {
+    let place = Place::new();
+    let output = place.run(
+        "builtin:shop",
+        &["--max-steps", "69", "--on-secure", "stop"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let events = events(&output);
+    let end = ended(&events);
+    assert_eq!(end["status"], "ERROR");
+    assert!(end["reason"].as_str().unwrap().contains("secure"), "{end}");
+    assert!(stderr.contains("FLAG_SECURE"), "{stderr}");
+    assert!(
+        stderr.contains("Steps"),
+        "the summary is still written: {stderr}"
+    );
+    let status = place.sql("SELECT status FROM runs");
+    assert_eq!(status[0][0], "ERROR");
+}
+
+#[test]
+fn an_anr_is_noted_with_its_trace_and_waited_for() {
+    let place = Place::new();
+    let output = place.run(
+        "builtin:tiny",
+        &["--max-steps", "12", "--sim-fault", "anr-on:search"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let events = events(&output);
+    let anr = notes(&events, "anr");
+    assert!(!anr.is_empty(), "no anr note");
+    // The trace is the activity manager's block from the system log, as on a device.
+    let trace = anr[0]["data"]["trace"].as_str().unwrap();
+    assert!(trace.contains("ANR in com.example.tiny ("), "{trace}");
+    assert!(anr[0]["data"]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("Input dispatching timed out"));
+    let waited = events.iter().any(|e| {
+        e["type"] == "decision"
+            && e["decider"] == "droid-crawl"
+            && e["actions"][0]["widget"].is_string()
+    });
+    assert!(waited, "the dialog's button was pressed");
+}
+
+#[test]
+fn faults_of_the_device_end_in_a_defined_way() {
+    // uiautomator failing a fifth of the time: retried, noted, the crawl goes on.
+    let place = Place::new();
+    let output = place.run(
+        "builtin:tiny",
+        &["--max-steps", "15", "--sim-fault", "dump-error:0.2"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let events = events(&output);
+    assert_eq!(ended(&events)["reason"], "max_steps");
+    assert_eq!(ended(&events)["steps"], 15);
+
+    // A device that goes away for good: ERROR, with what happened.
+    let place = Place::new();
+    let output = place.run(
+        "builtin:tiny",
+        &[
+            "--max-steps",
+            "15",
+            "--sim-fault",
+            "disconnect-after:40:3600",
+            "--wait-for-device",
+            "1",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let gone = self::events(&output);
+    assert_eq!(ended(&gone)["status"], "ERROR");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("did not come back"), "{stderr}");
+
+    // A device that blinks comes back within the wait: the crawl goes on.
+    let place = Place::new();
+    let output = place.run(
+        "builtin:tiny",
+        &[
+            "--max-steps",
+            "10",
+            "--sim-fault",
+            "disconnect-after:40:1",
+            "--wait-for-device",
+            "10",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(ended(&self::events(&output))["steps"], 10);
+}
+
+/// A droid-crawl started in the background on the tiny app, slowed down (realistic latency)
+/// so another process has time to act on it; its stdout read line by line.
+struct Background {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Background {
+    fn start(place: &Place, steps: &str) -> Background {
+        let mut child = place
+            .crawl(&["--sim", "builtin:tiny", "--max-steps", steps])
+            .args(["--sim-latency", "realistic"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(value) = serde_json::from_str(&line) {
+                    let _ = sender.send(value);
+                }
+            }
+        });
+        Background { child, lines }
+    }
+
+    /// Waits for an event that satisfies `wanted`.
+    fn wait_for(&self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(event) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                if wanted(&event) {
+                    return event;
+                }
+            }
+        }
+        panic!("no {what} within 60 s");
+    }
+}
+
+fn is_step(n: u64) -> impl Fn(&Value) -> bool {
+    move |e: &Value| e["type"] == "observation" && e["step"] == n
+}
+
+#[test]
+fn pause_resume_and_stop_from_another_process() {
+    let place = Place::new();
+    let mut crawl = Background::start(&place, "200");
+    crawl.wait_for("step 2", is_step(2));
+    let db = place.db().display().to_string();
+    let control = |what: &str| {
+        let out = droid("droid-crawl")
+            .args([what, "--db", &db])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{what}: {out:?}");
+    };
+    control("pause");
+    crawl.wait_for("the pause", |e| {
+        e["kind"] == "state" && e["data"]["state"] == "PAUSED_MANUAL"
+    });
+    control("resume");
+    crawl.wait_for("the resume", |e| {
+        e["kind"] == "state" && e["data"]["state"] == "RUNNING"
+    });
+    control("stop");
+    let end = crawl.wait_for("the end", |e| e["type"] == "run_ended");
+    assert_eq!(
+        (end["status"].as_str(), end["reason"].as_str()),
+        (Some("INTERRUPTED"), Some("stopped"))
+    );
+    assert_eq!(crawl.child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn sigint_ends_gracefully_and_sigkill_leaves_an_error_run_the_next_crawl_closes() {
+    let place = Place::new();
+    let crawl = Background::start(&place, "200");
+    crawl.wait_for("step 2", is_step(2));
+    let pid = crawl.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let end = crawl.wait_for("the end", |e| e["type"] == "run_ended");
+    assert_eq!(end["status"], "INTERRUPTED");
+    let output = crawl.child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("Steps"),
+        "the summary"
+    );
+
+    let mut killed = Background::start(&place, "200");
+    let started = killed.wait_for("run_started", |e| e["type"] == "run_started");
+    killed.wait_for("step 2", is_step(2));
+    let pid = killed.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let _ = killed.child.wait();
+    let run = started["run_id"].as_str().unwrap();
+    let integrity = place.sql("PRAGMA integrity_check");
+    assert_eq!(integrity[0][0], "ok");
+    let status = place.sql(&format!("SELECT status FROM runs WHERE run_key = '{run}'"));
+    assert_eq!(status[0][0], "RUNNING");
+    // The next crawl finds the dead one's run and ends it.
+    let output = place.run("builtin:tiny", &["--max-steps", "1"]);
+    assert!(output.status.success(), "{output:?}");
+    let status = place.sql(&format!("SELECT status FROM runs WHERE run_key = '{run}'"));
+    assert_eq!(status[0][0], "ERROR");
+}
+
+#[test]
+fn a_program_can_decide_and_one_that_dies_is_a_clear_error() {
+    let place = Place::new();
+    let script = place.dir.path().join("agent.py");
+    std::fs::write(
+        &script,
+        r#"import json, sys
+for line in sys.stdin:
+    event = json.loads(line)
+    if event.get("type") != "observation":
+        continue
+    clickable = [e for e in event["elements"] if e.get("clickable")]
+    if clickable:
+        action = {"action": "click", "ref": clickable[0].get("ref", clickable[0]["element_id"])}
+    else:
+        action = {"action": "back"}
+    action["action_desc"] = "first clickable"
+    print(json.dumps({"type": "decision", "v": 1, "decider": "agent.py", "actions": [action]}), flush=True)
+"#,
+    )
+    .unwrap();
+    let command = format!("python3 {}", script.display());
+    let output = place.run(
+        "builtin:tiny",
+        &["--max-steps", "5", "--decide-cmd", &command],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let events = events(&output);
+    let decisions: Vec<&Value> = events.iter().filter(|e| e["type"] == "decision").collect();
+    assert!(decisions.iter().any(|d| d["decider"] == "agent.py"));
+    assert_eq!(ended(&events)["steps"], 5);
+
+    let output = place.run(
+        "builtin:tiny",
+        &[
+            "--max-steps",
+            "5",
+            "--decide-cmd",
+            "python3 -c 'import sys; sys.exit(3)'",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("exited before answering"), "{stderr}");
+    assert_eq!(ended(&self::events(&output))["status"], "ERROR");
+}
+
+#[test]
+fn settings_resolve_flag_then_user_config_then_environment() {
+    let place = Place::new();
+    let config_db = place.dir.path().join("user_config.db");
+    let config_arg = config_db.display().to_string();
+    for (key, value) in [("max_steps", "3"), ("decider", "random")] {
+        let set = droid("droid-crawl")
+            .args(["config", "--config-db", &config_arg, "set", key, value])
+            .output()
+            .unwrap();
+        assert!(set.status.success(), "{set:?}");
+    }
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let output = place
+            .crawl(&["--sim", "builtin:tiny", "--config-db", &config_arg])
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let events = events(&output);
+        let started = events[0].clone();
+        (started["decider"].clone(), ended(&events)["steps"].clone())
+    };
+    // user_config.db beats the environment; a flag beats both.
+    let env = [("DROID_MAX_STEPS", "5"), ("DROID_DECIDER", "heuristic")];
+    assert_eq!(run(&[], &env), (json!("random"), json!(3)));
+    assert_eq!(
+        run(&["--max-steps", "2", "--decider", "heuristic"], &env),
+        (json!("heuristic"), json!(2))
+    );
+    // The environment beats the default.
+    let bare = Place::new();
+    let output = bare
+        .crawl(&["--sim", "builtin:tiny"])
+        .env("DROID_MAX_STEPS", "4")
+        .output()
+        .unwrap();
+    assert_eq!(ended(&events(&output))["steps"], 4);
+    // A setting that is not a number is a clear error.
+    let bad = droid("droid-crawl")
+        .args([
+            "config",
+            "--config-db",
+            &config_arg,
+            "set",
+            "max_steps",
+            "many",
+        ])
+        .output()
+        .unwrap();
+    assert!(bad.status.success());
+    let output = place
+        .crawl(&["--sim", "builtin:tiny", "--config-db", &config_arg])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("max_steps") && stderr.contains("many"),
+        "{stderr}"
+    );
+}
