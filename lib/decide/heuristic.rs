@@ -590,10 +590,7 @@ impl Heuristic {
 
     fn relaunch(&self, why: &str) -> Choice {
         let package = self.package.clone().unwrap_or_default();
-        let mut home = Action::new(ActionType::Home);
-        home.action_desc = Some(format!("relaunch {package}"));
-        home.reasoning = Some(why.to_string());
-        let mut choice = Choice::new(vec![home]);
+        let mut choice = Choice::new(vec![super::relaunch_action(&package, why)]);
         choice.relaunch = Some(package);
         choice.note = Some(format!("relaunch: {why}"));
         choice

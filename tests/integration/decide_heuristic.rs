@@ -869,29 +869,70 @@ fn without_package_or_run_started_the_first_screens_app_is_the_one_under_test() 
     );
 }
 
-#[test]
-fn random_stage_is_seeded() {
+/// The decider and actions of each decision droid-decide writes for three observations of one
+/// screen, with `--decider decider --seed seed`.
+fn three_decisions(decider: &str, seed: &str) -> Vec<(Value, Value)> {
     let input = format!(
         "{}\n{}\n{}\n",
         observation_line(1),
         observation_line(2),
         observation_line(3)
     );
-    let actions = |seed: &str| {
-        let (lines, _, code) = stage(&["--decider", "random", "--seed", seed], &input);
-        assert_eq!(code, Some(0));
-        lines
-            .iter()
-            .filter_map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (v["type"] == "decision").then(|| (v["decider"].clone(), v["actions"].clone()))
-            })
-            .collect::<Vec<_>>()
-    };
+    let (lines, _, code) = stage(&["--decider", decider, "--seed", seed], &input);
+    assert_eq!(code, Some(0));
+    lines
+        .iter()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["type"] == "decision").then(|| (v["decider"].clone(), v["actions"].clone()))
+        })
+        .collect()
+}
+
+#[test]
+fn random_stage_is_seeded() {
+    let actions = |seed: &str| three_decisions("random", seed);
     let first = actions("11");
     assert_eq!(first.len(), 3);
     assert_eq!(first[0].0, "random");
     assert_eq!(first, actions("11"));
+}
+
+#[test]
+fn dfs_stage_is_seeded_and_tries_a_widget_once() {
+    let actions = |seed: &str| three_decisions("dfs", seed);
+    let first = actions("11");
+    assert_eq!(first.len(), 3);
+    assert_eq!(first[0].0, "dfs");
+    assert_eq!(first, actions("11"));
+    // The same screen three times: never the same action twice.
+    let descriptions: std::collections::HashSet<&Value> =
+        first.iter().map(|(_, a)| &a[0]["action_desc"]).collect();
+    assert_eq!(descriptions.len(), 3, "{first:?}");
+}
+
+/// The depth-first baseline against droid-sim: the same seed takes the same actions, it gets
+/// past the launch screen, and a screen whose actions are all tried is backed out of.
+#[test]
+fn dfs_explores_a_bundled_app_and_backs_out_of_exhausted_screens() {
+    let actions = |run: &crate::explore::Run| -> Vec<Vec<Action>> {
+        run.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Decision(d) => Some(d.actions.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let run = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6);
+    let again = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6);
+    assert_eq!(actions(&run), actions(&again));
+    assert!(run.reached.len() >= 5, "{:?}", run.reached);
+    let exhausted = actions(&run)
+        .iter()
+        .filter(|a| a[0].reasoning.as_deref() == Some("every action here is tried"))
+        .count();
+    assert!(exhausted > 0);
 }
 
 #[test]
