@@ -12,12 +12,12 @@ use droid::explore::Explorer;
 use droid::sim::model::AppModel;
 use serde_json::Value;
 
-/// Screens of the app's own package reached within `steps_per_screen × reachable` steps (of
-/// its own package too), measured with the simulator's truth log: `(reached, reachable)`.
+/// Screens of the model reached within `steps_per_screen × reachable` steps, measured with the
+/// simulator's truth log: `(reached, reachable)`.
 #[allow(dead_code)]
 pub fn explore(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> (usize, usize) {
     let run = run_app(app, decider, seed, steps_per_screen);
-    (run.own_reached().len(), run.own.len())
+    (run.reached.len(), run.reachable.len())
 }
 
 /// Every app model droid is measured on: the bundled ones and the real apps of the fixtures.
@@ -144,12 +144,12 @@ pub fn quick_act() -> droid::act::Config {
 }
 
 /// Explores an app model on a fresh simulator with a long-running decide stage for
-/// `steps_per_screen` × (reachable screens of the app's own package) steps.
+/// `steps_per_screen` × (reachable screens) steps.
 pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> Run {
     let mut stage = stage_for(app, decider, seed, Vec::new());
     let (_, reachable, _) = model_facts(app);
     let own = own_screens(app);
-    let steps = steps_per_screen * own.len() as u64;
+    let steps = steps_per_screen * reachable.len() as u64;
     with_sim(app, |explorer, truth| {
         let mut run = Run {
             reached: BTreeSet::new(),
