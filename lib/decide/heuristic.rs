@@ -139,6 +139,9 @@ pub struct Heuristic {
     walked_to_untried: bool,
     /// The first of them taken blind, along a walk (`usize::MAX` when none was).
     blind_from: usize,
+    /// Walk goals' untried actions whose walk came back to a screen it passed (see
+    /// [`Heuristic::observe`]).
+    stalled_goals: HashSet<(ScreenId, ActionKey)>,
     /// The steps since the last one that discovered something (see
     /// [`Heuristic::note_idle`]): each observed screen, with the learned moves decided on it.
     idle: Vec<(ScreenId, Vec<(ScreenId, ActionKey)>)>,
@@ -203,6 +206,7 @@ impl Heuristic {
             taken: Vec::new(),
             walked_to_untried: false,
             blind_from: usize::MAX,
+            stalled_goals: HashSet::new(),
             idle: Vec::new(),
             current: None,
             foreign_steps: 0,
@@ -251,9 +255,17 @@ impl Heuristic {
         let renewed = !self.renewed.is_empty();
         let taken = std::mem::take(&mut self.taken);
         let mut discovered = renewed || self.graph.visits(screen) == 1;
-        if let Some(((index, from, key), stalled)) =
-            crate::screen::outcome(&taken, |t| &t.1, &screen)
-        {
+        let mut outcome = crate::screen::outcome(&taken, |t| &t.1, &screen);
+        // A walk to an untried action that comes back to a screen it passed, a second time:
+        // that is what the action does (a submenu's item closing the menu it opened from),
+        // not a move that went nowhere.
+        if let (Some((_, true)), Some(goal)) = (&outcome, taken.last()) {
+            let again = !self.stalled_goals.insert((goal.1, goal.2.clone()));
+            if again && self.walked_to_untried {
+                outcome = Some((goal, false));
+            }
+        }
+        if let Some(((index, from, key), stalled)) = outcome {
             let (from, key) = (*from, key.clone());
             // What an action does, seen after it was taken where it was observed, is something
             // found; an outcome of a blind move may be the walk's going astray.
