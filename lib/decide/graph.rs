@@ -73,7 +73,7 @@ pub struct Kind {
     class: String,
     resource_id: String,
     /// For an item: its screen, and its list's class and resource id and its shape.
-    list: Option<(ScreenId, String, String, String)>,
+    list: Option<(Option<ScreenId>, String, String, String)>,
 }
 
 impl Kind {
@@ -84,12 +84,10 @@ impl Kind {
             Rank::Item | Rank::Text | Rank::Anonymous => {
                 let list = list_of(elements, element)?;
                 let shape = shape(elements, element);
-                Some((
-                    screen,
-                    list.class_name.clone(),
-                    list.resource_id.clone(),
-                    shape,
-                ))
+                // A list known by its resource id is the same list on every page of the
+                // activity; one without is only known on its screen.
+                let on = (list.resource_id.is_empty()).then_some(screen);
+                Some((on, list.class_name.clone(), list.resource_id.clone(), shape))
             }
             _ => return None,
         };
@@ -543,10 +541,28 @@ impl Graph {
             Rank::SubmitButton => 1.0,
             _ => self.sibling_scale(screen, key),
         };
-        rank.promise()
+        self.learned_promise(screen, key, rank)
             * sibling
             * self.guest_scale(screen, key, rank)
             * self.kind_scale(screen, key)
+    }
+
+    /// The rank's promise, or for an action of a [`Kind`] tried before, the share of those
+    /// tries that led away when that is more: a gesture promises little by its looks, but a
+    /// list whose rows swipe open an editor shows it will on its next page too.
+    fn learned_promise(&self, screen: ScreenId, key: &ActionKey, rank: Rank) -> f64 {
+        let record = self
+            .screens
+            .get(screen)
+            .and_then(|s| s.kinds.get(key))
+            .and_then(|kind| self.by_kind.get(kind))
+            .filter(|record| record.tried > 0);
+        match record {
+            Some(record) => rank
+                .promise()
+                .max(f64::from(record.away) / f64::from(record.tried)),
+            None => rank.promise(),
+        }
     }
 
     /// What actions of the same [`Kind`] did, here and on other screens (1 for an action of no
