@@ -27,7 +27,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sections that explore every app model for minutes: `make coverage` runs them, `make bench`
 /// does not.
-const SLOW: &[&str] = &["coverage", "identity", "misses"];
+const SLOW: &[&str] = &["coverage", "identity"];
 
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
@@ -44,7 +44,6 @@ const SECTIONS: &[(&str, fn())] = &[
     ("decide_db", decide_db),
     ("coverage", coverage),
     ("identity", identity),
-    ("misses", misses),
     ("report", report),
 ];
 
@@ -870,7 +869,8 @@ fn decide_db() {
 /// the device showed (truth log), the steps it took to show 50% and 90% of the ceiling (the
 /// mean over the seeds that got there) and the model calls per new screen. Narrowed by
 /// `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2`; `MISSED=1` lists, per app and
-/// decider, the ceiling's screens a seed missed (and in how many seeds).
+/// decider, the ceiling's screens a seed missed, in how many seeds, and the last move of
+/// `--check`'s walk to each (the kind of action it needs).
 fn coverage() {
     const PER_SCREEN: u64 = 3;
     let seeds: u64 = env_list("SEEDS")
@@ -971,7 +971,16 @@ fn coverage() {
                         *count.entry(screen).or_default() += 1;
                     }
                 }
-                let list: Vec<String> = count.iter().map(|(s, n)| format!("{s} ×{n}")).collect();
+                // Each with the last move of the shortest walk to it: the action it needs.
+                let last_move = |screen: &str| {
+                    let path = check.screens.iter().find(|s| s.screen == screen);
+                    path.and_then(|s| s.path.last())
+                        .map_or("", |step| step.action)
+                };
+                let list: Vec<String> = count
+                    .iter()
+                    .map(|(s, n)| format!("{s} ×{n} ({})", last_move(s)))
+                    .collect();
                 gaps.push(format!("- {name}, {label}: {}", list.join(", ")));
             }
         }
@@ -1285,110 +1294,4 @@ fn report() {
         );
     }
     println!("\nload + the slowest format (target: <= 2000 ms for 1 000 steps)");
-}
-
-/// Diagnostic (temporary): per app, screens a decider missed and the check path to them.
-#[allow(dead_code)]
-fn misses() {
-    let seed: u64 = std::env::var("SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let only = std::env::var("APP").ok();
-    let decider = match std::env::var("DECIDER").as_deref() {
-        Ok("random") => droid::decide::Decider::Random,
-        Ok("dfs") => droid::decide::Decider::Dfs,
-        _ => droid::decide::Decider::Heuristic,
-    };
-    for app in explore::app_models() {
-        let name = app.rsplit('/').nth(1).unwrap_or(&app).to_string();
-        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
-            continue;
-        }
-        let report = droid::sim::check::check(&app).expect("check");
-        let run = explore::run_app(&app, decider.clone(), seed, 3);
-        println!(
-            "### {name}: {} of {} reached",
-            run.reached.len(),
-            run.reachable.len()
-        );
-        for s in &report.screens {
-            if run.reached.contains(&s.screen) {
-                continue;
-            }
-            let path: Vec<String> = s
-                .path
-                .iter()
-                .map(|p| {
-                    let t = p
-                        .target
-                        .as_ref()
-                        .map(|t| serde_json::to_value(t).unwrap())
-                        .unwrap_or_default();
-                    let name = ["text", "content_desc", "resource_id", "class"]
-                        .iter()
-                        .find_map(|k| {
-                            t.get(*k).and_then(|v| v.as_str()).map(|v| {
-                                v.rsplit('/')
-                                    .next()
-                                    .unwrap()
-                                    .rsplit('.')
-                                    .next()
-                                    .unwrap()
-                                    .to_string()
-                            })
-                        })
-                        .unwrap_or_default();
-                    format!("{} {}({})", p.from, p.action, name)
-                })
-                .collect();
-            println!(
-                "- {} ({}): {} -> {}",
-                s.screen,
-                s.package.rsplit('.').next().unwrap(),
-                path.join(", "),
-                s.screen
-            );
-        }
-        if std::env::var("TRACE").is_ok() {
-            for (i, (o, truth)) in run.observed.iter().enumerate() {
-                let d = run.events.iter().find_map(|e| match e {
-                    droid::events::Event::Decision(d) if d.step == Some(i as u64 + 1) => {
-                        Some(d.clone())
-                    }
-                    _ => None,
-                });
-                let acts: Vec<String> = d
-                    .map(|d| {
-                        d.actions
-                            .iter()
-                            .map(|a| {
-                                format!(
-                                    "{} [{}]",
-                                    a.action_desc.clone().unwrap_or_default(),
-                                    a.reasoning
-                                        .clone()
-                                        .unwrap_or_default()
-                                        .chars()
-                                        .take(24)
-                                        .collect::<String>()
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                println!(
-                    "{:3} {:30} {}  | {}",
-                    i + 1,
-                    truth,
-                    droid::screen::ScreenKey::of(o)
-                        .as_str()
-                        .rsplit('.')
-                        .next()
-                        .unwrap_or(""),
-                    acts.join(" ; ")
-                );
-            }
-        }
-    }
 }
