@@ -1040,3 +1040,44 @@ fn going_round_a_cycle_without_finding_anything_stops_within_a_few_steps() {
         "{longest} steps round a cycle"
     );
 }
+
+/// A submenu whose items close every menu: "Effects" in the overflow menu opens a submenu, and
+/// each effect applies and goes back to the page the menu was opened on. A walk to an untried
+/// effect (the menu, the submenu and the effect in one decision) comes back to the page, a
+/// screen it passed: the first time that may be a move that went nowhere, and the effect is
+/// owed another try; the second time it is what the effect does. Without that, the walk is
+/// taken again after every relaunch, for as long as the run lasts.
+#[test]
+fn an_item_closing_the_menus_it_was_opened_from_is_walked_to_at_most_twice() {
+    let effects = ["Blur", "Smudge", "Emboss", "Shadow"];
+    let page = buttons("Page", &["More options"]);
+    let menu = buttons("Menu", &["Effects"]);
+    let submenu = buttons("Effects", &effects);
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    heuristic.set_package(Some("com.example".into()), Vec::new());
+    let mut shown = &page;
+    let mut taps = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..60 {
+        let choice = heuristic.decide(&Screen::of(shown));
+        for action in &choice.actions {
+            let label = landing(shown, action);
+            if let Some(effect) = label.clone().filter(|l| effects.contains(&l.as_str())) {
+                *taps.entry(effect).or_default() += 1;
+            }
+            shown = match (shown.activity.as_deref(), action.action.clone(), label) {
+                (Some("Page"), ActionType::Back, _) => &page,
+                (Some("Menu"), ActionType::Back, _) => &page,
+                (Some("Effects"), ActionType::Back, _) => &menu,
+                (Some("Page"), _, Some(_)) => &menu,
+                (Some("Menu"), _, Some(_)) => &submenu,
+                (Some("Effects"), _, Some(_)) => &page,
+                _ => shown,
+            };
+        }
+        if choice.relaunch.is_some() {
+            shown = &page;
+        }
+    }
+    assert_eq!(taps.len(), effects.len(), "{taps:?}");
+    assert!(taps.values().all(|&n| n <= 2), "{taps:?}");
+}
