@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
+use crate::events::ActionType;
 use crate::screen::{list_of, shape, ActionKey, Rank, Screen, ScreenKey, Widget, BACK, SCROLL};
 use crate::ui::Bounds;
 
@@ -557,12 +558,32 @@ impl Graph {
             .and_then(|s| s.kinds.get(key))
             .and_then(|kind| self.by_kind.get(kind))
             .filter(|record| record.tried > 0);
+        let looks = match rank == Rank::Gesture && self.main_gesture_stalled(screen, key) {
+            true => Rank::Item.promise(),
+            false => rank.promise(),
+        };
         match record {
-            Some(record) => rank
-                .promise()
-                .max(f64::from(record.away) / f64::from(record.tried)),
-            None => rank.promise(),
+            Some(record) => looks.max(f64::from(record.away) / f64::from(record.tried)),
+            None => looks,
         }
+    }
+
+    /// Whether the main gesture (its scroll or its swipe) of the container `key` is another
+    /// gesture of never left `screen`: a list too short to scroll may still swipe its rows, a
+    /// pager on its first page turns the other way.
+    fn main_gesture_stalled(&self, screen: ScreenId, key: &ActionKey) -> bool {
+        let (Some(node), Some(widget)) = (self.screens.get(screen), key.widget.as_ref()) else {
+            return false;
+        };
+        [ActionType::ScrollDown, ActionType::SwipeLeft]
+            .into_iter()
+            .filter(|kind| *kind != key.kind)
+            .map(|kind| ActionKey::on(kind, widget.clone()))
+            .any(|main| {
+                node.edges
+                    .get(&main)
+                    .is_some_and(|targets| targets.keys().all(|to| *to == screen))
+            })
     }
 
     /// What actions of the same [`Kind`] did, here and on other screens (1 for an action of no
