@@ -908,64 +908,197 @@ fn decide_db() {
     }
 }
 
-/// `make coverage`: per app model, the screens the device showed within 3 × (reachable
-/// screens) steps, for each decider over seeds 0-4, and the steps it took to show half and
-/// nine tenths of them (the mean over the seeds that got there).
+/// `make coverage`: per app model, its reachable screens, the ceiling `droid-sim --check`
+/// walks, and for each decider over seeds 0-4 with 3 × (reachable screens) steps: the screens
+/// the device showed (truth log), the steps it took to show 50% and 90% of the ceiling (the
+/// mean over the seeds that got there) and the model calls per new screen. Narrowed by
+/// `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2`; `MISSED=1` lists, per app and
+/// decider, the ceiling's screens a seed missed, in how many seeds, and the last move of
+/// `--check`'s walk to each (the kind of action it needs).
 fn coverage() {
-    const SEEDS: u64 = 5;
     const PER_SCREEN: u64 = 3;
-    println!("| app | reachable | decider | screens reached, seeds 0-4 | mean | steps to 50% | steps to 90% |");
-    println!("|---|---:|---|---|---:|---:|---:|");
-    for app in explore::app_models() {
-        let name = app.rsplit('/').nth(1).unwrap_or(&app).to_string();
-        for (label, decider) in [
-            ("heuristic", droid::decide::Decider::Heuristic),
-            ("random", droid::decide::Decider::Random),
-        ] {
-            let runs: Vec<explore::Run> = (0..SEEDS)
-                .map(|seed| explore::run_app(&app, decider.clone(), seed, PER_SCREEN))
-                .collect();
-            let reachable = runs[0].reachable.len();
+    let seeds: u64 = env_list("SEEDS")
+        .first()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    let apps: Vec<String> = explore::app_models()
+        .into_iter()
+        .filter(|app| {
+            let only = env_list("APP");
+            only.is_empty() || only.iter().any(|o| app_name(app) == o)
+        })
+        .collect();
+    let mut deciders = env_list("DECIDERS");
+    if deciders.is_empty() {
+        deciders = ["heuristic", "dfs", "random"].map(String::from).to_vec();
+    }
+    let missed = std::env::var_os("MISSED").is_some();
+    println!(
+        "| app | reachable | ceiling | decider | screens reached, seeds 0-{} | mean | % of ceiling | steps to 50% | steps to 90% | model calls per new screen |",
+        seeds - 1
+    );
+    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|");
+    let mut gaps = Vec::new();
+    for app in &apps {
+        let name = app_name(app);
+        let check = droid::sim::check::check(app).expect("droid-sim --check");
+        let ceiling: std::collections::BTreeSet<String> = check
+            .screens
+            .iter()
+            .filter(|s| s.reached)
+            .map(|s| s.screen.clone())
+            .collect();
+        for label in &deciders {
+            let decider = match label.as_str() {
+                "heuristic" => droid::decide::Decider::Heuristic,
+                "dfs" => droid::decide::Decider::Dfs,
+                "random" => droid::decide::Decider::Random,
+                other => panic!("DECIDERS: {other} is none of heuristic, dfs, random"),
+            };
+            let runs = runs_in_parallel(app, &decider, seeds, PER_SCREEN);
             let reached: Vec<usize> = runs.iter().map(|r| r.reached.len()).collect();
             let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
-            let steps_to = |share: f64| {
-                let goal = (share * reachable as f64).ceil() as usize;
-                let steps: Vec<usize> = runs
+            let share = 100.0 * mean / ceiling.len().max(1) as f64;
+            let steps_to = |part: f64| {
+                let goal = (part * ceiling.len() as f64).ceil() as usize;
+                let steps: Vec<u64> = runs
                     .iter()
-                    .filter_map(|run| first_step_with(run, goal))
+                    .filter_map(|run| run.steps_to(&ceiling, goal))
                     .collect();
-                match steps.is_empty() {
-                    true => "–".to_string(),
-                    false => format!(
-                        "{:.0} ({} of {SEEDS})",
-                        steps.iter().sum::<usize>() as f64 / steps.len() as f64,
-                        steps.len()
-                    ),
-                }
+                let mean = (!steps.is_empty())
+                    .then(|| steps.iter().sum::<u64>() as f64 / steps.len() as f64);
+                (mean, steps.len())
             };
+            let (half, ninety) = (steps_to(0.5), steps_to(0.9));
+            let shown = |(mean, n): (Option<f64>, usize)| match mean {
+                Some(mean) => format!("{mean:.0} ({n} of {seeds})"),
+                None => "–".to_string(),
+            };
+            let calls: usize = runs.iter().map(model_calls).sum();
+            let new_screens: usize = runs.iter().map(|r| r.reached.len()).sum();
+            let calls_per_screen = calls as f64 / new_screens.max(1) as f64;
             let list: Vec<String> = reached.iter().map(usize::to_string).collect();
             println!(
-                "| {name} | {reachable} | {label} | {} | {mean:.1} | {} | {} |",
+                "| {name} | {} | {} | {label} | {} | {mean:.1} | {share:.0}% | {} | {} | {calls_per_screen:.1} |",
+                check.reachable,
+                ceiling.len(),
                 list.join(" "),
-                steps_to(0.5),
-                steps_to(0.9)
+                shown(half),
+                shown(ninety),
             );
+            let key = format!("{name}.{label}");
+            figure("coverage", &format!("{key}.mean"), serde_json::json!(mean));
+            figure(
+                "coverage",
+                &format!("{key}.percent_of_ceiling"),
+                serde_json::json!(share.round()),
+            );
+            figure(
+                "coverage",
+                &format!("{key}.steps_to_50"),
+                serde_json::json!(half.0.map(f64::round)),
+            );
+            figure(
+                "coverage",
+                &format!("{key}.steps_to_90"),
+                serde_json::json!(ninety.0.map(f64::round)),
+            );
+            figure(
+                "coverage",
+                &format!("{key}.model_calls_per_new_screen"),
+                serde_json::json!(calls_per_screen),
+            );
+            if missed {
+                let mut count: BTreeMap<&String, usize> = BTreeMap::new();
+                for run in &runs {
+                    for screen in ceiling.iter().filter(|s| !run.reached.contains(*s)) {
+                        *count.entry(screen).or_default() += 1;
+                    }
+                }
+                // Each with the last move of the shortest walk to it: the action it needs.
+                let last_move = |screen: &str| {
+                    let path = check.screens.iter().find(|s| s.screen == screen);
+                    path.and_then(|s| s.path.last())
+                        .map_or("", |step| step.action)
+                };
+                let list: Vec<String> = count
+                    .iter()
+                    .map(|(s, n)| format!("{s} ×{n} ({})", last_move(s)))
+                    .collect();
+                gaps.push(format!("- {name}, {label}: {}", list.join(", ")));
+            }
+        }
+        figure(
+            "coverage",
+            &format!("{name}.reachable"),
+            serde_json::json!(check.reachable),
+        );
+        figure(
+            "coverage",
+            &format!("{name}.ceiling"),
+            serde_json::json!(ceiling.len()),
+        );
+    }
+    if missed {
+        println!("\nScreens of the ceiling missed (× seeds that missed them):\n");
+        for gap in gaps {
+            println!("{gap}");
         }
     }
 }
 
-/// The first step after which the device had shown `goal` reachable screens.
-fn first_step_with(run: &explore::Run, goal: usize) -> Option<usize> {
-    let mut seen = std::collections::BTreeSet::new();
-    for (step, (_, screen)) in run.observed.iter().enumerate() {
-        if run.reachable.contains(screen) {
-            seen.insert(screen);
-        }
-        if seen.len() >= goal {
-            return Some(step + 1);
-        }
+/// A comma-separated environment variable's items.
+fn env_list(name: &str) -> Vec<String> {
+    std::env::var(name)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// An app model's short name: `builtin:shop`, or the folder of a fixture's model.
+fn app_name(app: &str) -> &str {
+    match app.starts_with("builtin:") {
+        true => app,
+        false => app.rsplit('/').nth(1).unwrap_or(app),
     }
-    (run.reached.len() >= goal).then_some(run.observed.len() + 1)
+}
+
+/// Seeds `0..seeds` of one decider on one app, two at a time, in seed order.
+fn runs_in_parallel(
+    app: &str,
+    decider: &droid::decide::Decider,
+    seeds: u64,
+    per_screen: u64,
+) -> Vec<explore::Run> {
+    let next = std::sync::atomic::AtomicU64::new(0);
+    let runs = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if seed >= seeds {
+                    break;
+                }
+                let run = explore::run_app(app, decider.clone(), seed, per_screen);
+                runs.lock().unwrap().push((seed, run));
+            });
+        }
+    });
+    let mut runs = runs.into_inner().unwrap();
+    runs.sort_by_key(|(seed, _)| *seed);
+    runs.into_iter().map(|(_, run)| run).collect()
+}
+
+/// The decisions of a run that called a model (a decision carrying a model call's metadata,
+/// the heuristic's fallbacks included).
+fn model_calls(run: &explore::Run) -> usize {
+    run.events
+        .iter()
+        .filter(|e| matches!(e, droid::events::Event::Decision(d) if d.ai.is_some()))
+        .count()
 }
 
 /// Screen identity rules against the simulator's truth: pairs of observations of one model

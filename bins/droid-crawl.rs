@@ -21,6 +21,7 @@ use droid::store::Store;
 const EXAMPLES: &str = "Examples:
   droid-crawl --sim builtin:shop                        (a simulated device, no phone needed)
   droid-crawl --package com.example.app --max-steps 50
+  droid-crawl -p com.example.app --decider dfs --seed 2      (depth-first baseline)
   droid-crawl -p com.example.app --decider gemini --model gemini-2.5-flash
   droid-crawl -p com.example.app --decider ollama --task \"add a note titled Milk\"
   droid-crawl -p com.example.app --decide-cmd \"python3 my_agent.py\"
@@ -39,7 +40,7 @@ are written); a second Ctrl-C stops at once.
     version,
     about = "Explore an app on its own and record what it finds",
     long_about = "Explores an Android app: captures the screen, decides what to try (the \
-heuristic, random, or an LLM), acts, recognises screens, survives crashes, ANRs, other apps and \
+heuristic, the random or dfs baselines, or an LLM), acts, recognises screens, survives crashes, ANRs, other apps and \
 a device that goes away, and records every step in crawler.db and a session folder \
 (OUT/DEVICE_PACKAGE_DDMM_HHMM: screenshots, events.jsonl, logs/crawler.log, report.pdf, \
 report.html). Every event goes to stdout as a JSON line; people's messages and the summary to \

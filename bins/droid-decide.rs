@@ -1,4 +1,5 @@
-//! droid-decide: one decision per observation, from the heuristic, random, or an LLM.
+//! droid-decide: one decision per observation, from the heuristic, a baseline (random, dfs), or
+//! an LLM.
 
 mod common;
 
@@ -13,6 +14,7 @@ use droid::decide::{self, from_store};
 
 const EXAMPLES: &str = "Examples:
   droid-capture | droid-hash | droid-decide | droid-act
+  droid-decide --decider dfs --seed 3 < observations.jsonl   (depth-first baseline)
   droid-decide --decider gemini --model gemini-2.5-flash < observations.jsonl
   droid-decide --decider ollama --model qwen2.5vl --text-only
   droid-decide --decider openai --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-VL-7B
@@ -36,7 +38,8 @@ const MODELS_EXAMPLES: &str = "Examples:
     about = "Decide the next actions for each observation",
     long_about = "Reads events on stdin, writes them through unchanged, and after each \
 observation writes one decision (1 to 12 actions). The heuristic (default) explores by coverage \
-and needs no key; random is a seeded Monkey-like baseline; the providers ask an LLM and fall back \
+and needs no key; random is a seeded Monkey-like baseline and dfs a DroidBot-style depth-first \
+one (an untried widget on this screen, else back; a relaunch when outside the app or stuck); the providers ask an LLM and fall back \
 to the heuristic when a call fails (the decision then says decider: heuristic). A model never \
 reached stops the stage unless --on-unreachable fallback. Keys, endpoints and test credentials \
 resolve as flag > user_config.db (droid-crawl config) > environment. Decisions carry the password \

@@ -230,7 +230,9 @@ pub fn validate(config: &Config, device: &dyn Device) -> (Vec<String>, Vec<Strin
         blocking.push("--max-steps must be at least 1".into());
     }
     if config.stages.decide.is_none() && config.decide.prompt.task.is_some() {
-        if let decide::Decider::Heuristic | decide::Decider::Random = config.decide.decider {
+        if let decide::Decider::Heuristic | decide::Decider::Random | decide::Decider::Dfs =
+            config.decide.decider
+        {
             warnings.push(format!(
                 "the {} decider does not read --task: the crawl ends by its limits",
                 config.decide.decider.name()

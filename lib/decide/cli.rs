@@ -35,6 +35,7 @@ Settings (flag > user_config.db key > environment > default):
 pub enum DeciderArg {
     Heuristic,
     Random,
+    Dfs,
     Gemini,
     Openrouter,
     Ollama,
@@ -69,7 +70,7 @@ impl DeciderArg {
             DeciderArg::Openrouter => Some(ProviderArg::Openrouter),
             DeciderArg::Ollama => Some(ProviderArg::Ollama),
             DeciderArg::Openai => Some(ProviderArg::Openai),
-            DeciderArg::Heuristic | DeciderArg::Random => None,
+            DeciderArg::Heuristic | DeciderArg::Random | DeciderArg::Dfs => None,
         }
     }
 }
@@ -109,7 +110,7 @@ pub struct DeciderArgs {
     /// A goal for the model (task mode): it says when the task is done.
     #[arg(long)]
     pub task: Option<String>,
-    /// Seed of the heuristic's tie-breaks and of random.
+    /// Seed of the heuristic's tie-breaks, of random and of dfs's order of widgets.
     #[arg(long, default_value_t = 0, env = "DROID_SEED")]
     pub seed: u64,
     /// Another package the exploration may enter (repeatable) [default: `config set
@@ -156,7 +157,7 @@ impl DeciderArgs {
         <DeciderArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
             Error::Flag(format!(
                 "decider {name:?} (from user_config.db or DROID_DECIDER) is none of heuristic, \
-                 random, gemini, openrouter, ollama, openai"
+                 random, dfs, gemini, openrouter, ollama, openai"
             ))
         })
     }
@@ -201,6 +202,7 @@ impl DeciderArgs {
         let decider = match chosen.provider() {
             Some(provider) => Decider::Model(self.provider(provider.into(), &mut settings)?),
             None if chosen == DeciderArg::Random => Decider::Random,
+            None if chosen == DeciderArg::Dfs => Decider::Dfs,
             None => Decider::Heuristic,
         };
         let flag = self.system_prompt.as_ref().map(|p| p.display().to_string());

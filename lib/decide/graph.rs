@@ -3,9 +3,10 @@
 //! learned from what followed an action.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
-use crate::screen::{ActionKey, Rank, Screen, ScreenKey, BACK, SCROLL};
+use crate::events::ActionType;
+use crate::screen::{list_of, shape, ActionKey, Rank, Screen, ScreenKey, Widget, BACK, SCROLL};
 use crate::ui::Bounds;
 
 /// Index of a screen in the graph.
@@ -18,6 +19,10 @@ struct Node {
     actions: BTreeMap<ActionKey, Rank>,
     /// Where each action's widget was last seen, to walk a known path without observing.
     places: BTreeMap<ActionKey, Place>,
+    /// The [`Kind`] of each action whose promise is learned from actions alike.
+    kinds: BTreeMap<ActionKey, Kind>,
+    /// The form's controls (its submits and options, see [`crate::screen::Widget::control`]).
+    controls: BTreeSet<ActionKey>,
     tried: BTreeSet<ActionKey>,
     /// Learned edges: action → target screen → times seen.
     edges: BTreeMap<ActionKey, BTreeMap<ScreenId, u32>>,
@@ -48,6 +53,75 @@ impl Node {
     /// showed (Laplace's rule: a half for a screen with no outcome yet).
     fn productivity(&self) -> f64 {
         f64::from(self.discoveries + 1) / f64::from(self.outcomes + 2)
+    }
+}
+
+/// What an action is, for actions that behave alike: a gesture on a scrollable container, by
+/// the activity, the element's class and resource id and whether it is the container's main
+/// gesture, across screens (a container's signature holds the words of every row, so it
+/// changes from screen to screen; the kind does not, and what the same list's gestures did on
+/// one screen says what they will do on the next: a pager that does not turn, a list that does
+/// not swipe); a tap on an item of a list (a row, a tab, a word of a list of results), by its
+/// list's class and resource id and its shape (see [`shape`]), on its screen (the rows of one
+/// list behave alike, rows that only tick themselves done; another page's rows of the same
+/// class may not). Toggles are left out: what they change is a state of the screen, not
+/// another one; so are widgets that are not items of a list (a menu's rows are, a toolbar's
+/// buttons are not).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Kind {
+    activity: String,
+    rank: Rank,
+    class: String,
+    resource_id: String,
+    /// For an item: its screen, and its list's class and resource id and its shape.
+    list: Option<(Option<ScreenId>, String, String, String)>,
+}
+
+impl Kind {
+    fn of(screen: ScreenId, shown: &Screen, widget: &Widget) -> Option<Kind> {
+        let (elements, element) = (shown.elements(), widget.element);
+        let list = match widget.rank {
+            Rank::ListScroll | Rank::Gesture => None,
+            Rank::Item | Rank::Text | Rank::Anonymous => {
+                let list = list_of(elements, element)?;
+                let shape = shape(elements, element);
+                // A list known by its resource id is the same list on every page of the
+                // activity; one without is only known on its screen.
+                let on = (list.resource_id.is_empty()).then_some(screen);
+                Some((on, list.class_name.clone(), list.resource_id.clone(), shape))
+            }
+            _ => return None,
+        };
+        let observation = shown.observation();
+        Some(Kind {
+            activity: observation
+                .activity
+                .clone()
+                .or_else(|| observation.package.clone())
+                .unwrap_or_default(),
+            rank: widget.rank,
+            class: element.class_name.clone(),
+            resource_id: element.resource_id.clone(),
+            list,
+        })
+    }
+}
+
+/// First outcomes of actions of one [`Kind`]: how many, and how many led away from their
+/// screen.
+#[derive(Debug, Clone, Copy, Default)]
+struct KindRecord {
+    tried: u32,
+    away: u32,
+}
+
+impl KindRecord {
+    /// How much of its rank's promise an action of this kind keeps, by Laplace's rule over
+    /// those tried ((away + 1) / (tried + 1)): all of it before any try or while every try led
+    /// away, half after one try that left its screen as it was, a quarter after three (words
+    /// of a list of results that only select themselves).
+    fn scale(self) -> f64 {
+        f64::from(self.away + 1) / f64::from(self.tried + 1)
     }
 }
 
@@ -94,6 +168,10 @@ pub struct Graph {
     led_away_on: HashMap<ActionKey, LedAway>,
     /// [`Graph::siblings`] answers, until one of the pair gains an action.
     sibling_cache: RefCell<HashMap<(ScreenId, ScreenId), bool>>,
+    /// What actions of each [`Kind`] showed, over every screen.
+    by_kind: HashMap<Kind, KindRecord>,
+    /// What each widget's action did, over every screen it was tried on.
+    by_widget: HashMap<ActionKey, KindRecord>,
 }
 
 /// Where one widget led away, and what that says on each screen.
@@ -137,6 +215,92 @@ const SIBLING_ONCE: f64 = 0.35;
 /// Led to different screens from different siblings: it depends on the page it is on.
 const SIBLING_VARIES: f64 = 0.5;
 
+/// What a move costs beyond the decisions it needs (see [`Graph::plan`]): a move taken blind
+/// may go astray (a link dead in this state of the app), and each takes time.
+pub const MOVE_COST: f64 = 0.5;
+
+/// What trying an action on the screen observed costs: one decision, one move.
+const LOCAL_COST: f64 = 1.0 + MOVE_COST;
+
+/// How far a path goes, in what taking it takes: the decisions (observations) it needs and
+/// its moves, and whether the screen it reaches is observed (a decision starts there) or
+/// reached blind along a walk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Reach {
+    decisions: u32,
+    moves: u32,
+    observed: bool,
+}
+
+impl Reach {
+    /// The screen observed now.
+    const START: Reach = Reach {
+        decisions: 1,
+        moves: 0,
+        observed: true,
+    };
+
+    /// The launch screen after a relaunch: the relaunch is a decision of its own.
+    const RELAUNCHED: Reach = Reach {
+        decisions: 2,
+        moves: 1,
+        observed: true,
+    };
+
+    fn cost(self) -> f64 {
+        f64::from(self.decisions) + MOVE_COST * f64::from(self.moves)
+    }
+
+    /// One more move in the same decision, blind.
+    fn then_act(self) -> Reach {
+        Reach {
+            moves: self.moves + 1,
+            observed: false,
+            ..self
+        }
+    }
+
+    /// One more move taken on the screen observed: the walk goes on past it when it is
+    /// `learned`, else the next screen is observed in a decision of its own.
+    fn then_act_observed(self, learned: bool) -> Reach {
+        Reach {
+            decisions: self.decisions + u32::from(!learned),
+            moves: self.moves + 1,
+            observed: !learned,
+        }
+    }
+
+    /// The walk stops here: a decision starts on this screen, observed.
+    fn then_observe(self) -> Reach {
+        match self.observed {
+            true => self,
+            false => Reach {
+                decisions: self.decisions + 1,
+                observed: true,
+                ..self
+            },
+        }
+    }
+}
+
+/// A screen waiting in [`Graph::plan`]'s queue, cheapest first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Queued(f64, ScreenId);
+
+impl Eq for Queued {}
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Queued) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+    }
+}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Queued) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// How much less a guest screen's untried actions are worth than the app's own, but for its
 /// form (see [`Graph::guest_scale`]).
 const GUEST: f64 = 0.3;
@@ -164,6 +328,8 @@ impl Graph {
                     key: shown.key().clone(),
                     actions: BTreeMap::new(),
                     places: BTreeMap::new(),
+                    kinds: BTreeMap::new(),
+                    controls: BTreeSet::new(),
                     tried: BTreeSet::new(),
                     edges: BTreeMap::new(),
                     visits: 0,
@@ -193,6 +359,12 @@ impl Graph {
                 label: widget.label.to_string(),
             };
             screen.places.insert(widget.key.clone(), place);
+            if widget.control {
+                screen.controls.insert(widget.key.clone());
+            }
+            if let Some(kind) = Kind::of(id, shown, widget) {
+                screen.kinds.insert(widget.key.clone(), kind);
+            }
         }
         if shown.offers_screen_scroll() {
             screen
@@ -247,6 +419,14 @@ impl Graph {
         for screen in &mut self.screens {
             screen.dead.clear();
             screen.revived.clear();
+        }
+    }
+
+    /// Makes a learned move no route (see [`Node::dead`]) until nothing else is left: it
+    /// belongs to a cycle the exploration went round without finding anything.
+    pub fn distrust(&mut self, screen: ScreenId, key: &ActionKey) {
+        if let Some(screen) = self.screens.get_mut(screen) {
+            screen.dead.insert(key.clone());
         }
     }
 
@@ -316,6 +496,19 @@ impl Graph {
                 screen.outcomes += 1;
                 screen.discoveries += u32::from((first_seen || renewed) && to != from);
             }
+            let kind = screen.kinds.get(key).cloned();
+            let records = kind
+                .map(|kind| self.by_kind.entry(kind).or_default())
+                .into_iter()
+                .chain(
+                    key.widget
+                        .is_some()
+                        .then(|| self.by_widget.entry(key.clone()).or_default()),
+                );
+            for record in records {
+                record.tried += 1;
+                record.away += u32::from(to != from);
+            }
             if key.widget.is_some() && to != from {
                 self.led_away_on
                     .entry(key.clone())
@@ -349,7 +542,62 @@ impl Graph {
             Rank::SubmitButton => 1.0,
             _ => self.sibling_scale(screen, key),
         };
-        rank.promise() * sibling * self.guest_scale(screen, key, rank)
+        self.learned_promise(screen, key, rank)
+            * sibling
+            * self.guest_scale(screen, key, rank)
+            * self.kind_scale(screen, key)
+    }
+
+    /// The rank's promise, or for an action of a [`Kind`] tried before, the share of those
+    /// tries that led away when that is more: a gesture promises little by its looks, but a
+    /// list whose rows swipe open an editor shows it will on its next page too.
+    fn learned_promise(&self, screen: ScreenId, key: &ActionKey, rank: Rank) -> f64 {
+        let record = self
+            .screens
+            .get(screen)
+            .and_then(|s| s.kinds.get(key))
+            .and_then(|kind| self.by_kind.get(kind))
+            .filter(|record| record.tried > 0);
+        let looks = match rank == Rank::Gesture && self.main_gesture_stalled(screen, key) {
+            true => Rank::Item.promise(),
+            false => rank.promise(),
+        };
+        match record {
+            Some(record) => looks.max(f64::from(record.away) / f64::from(record.tried)),
+            None => looks,
+        }
+    }
+
+    /// Whether the main gesture (its scroll or its swipe) of the container `key` is another
+    /// gesture of never left `screen`: a list too short to scroll may still swipe its rows, a
+    /// pager on its first page turns the other way.
+    fn main_gesture_stalled(&self, screen: ScreenId, key: &ActionKey) -> bool {
+        let (Some(node), Some(widget)) = (self.screens.get(screen), key.widget.as_ref()) else {
+            return false;
+        };
+        [ActionType::ScrollDown, ActionType::SwipeLeft]
+            .into_iter()
+            .filter(|kind| *kind != key.kind)
+            .map(|kind| ActionKey::on(kind, widget.clone()))
+            .any(|main| {
+                node.edges
+                    .get(&main)
+                    .is_some_and(|targets| targets.keys().all(|to| *to == screen))
+            })
+    }
+
+    /// What actions of the same [`Kind`] did, here and on other screens (1 for an action of no
+    /// kind), and what the same widget did on other screens (a row that only ticks itself done
+    /// does so on every page that shows it).
+    fn kind_scale(&self, screen: ScreenId, key: &ActionKey) -> f64 {
+        let kind = self
+            .screens
+            .get(screen)
+            .and_then(|s| s.kinds.get(key))
+            .and_then(|kind| self.by_kind.get(kind))
+            .map_or(1.0, |record| record.scale());
+        let widget = self.by_widget.get(key).map_or(1.0, |record| record.scale());
+        kind.min(widget)
     }
 
     /// A guest screen's own widgets lead around the other app; its form (a save dialog's file
@@ -430,13 +678,14 @@ impl Graph {
         shared >= SIBLING_SHARED && 2 * shared >= small.len()
     }
 
-    /// The promise of the best untried action on a screen, but for those in `skip`.
-    fn best_untried(&self, id: ScreenId, skip: &BTreeSet<ActionKey>) -> Option<f64> {
+    /// The best untried action on a screen and its promise (ties broken by rank), but for
+    /// those in `skip`.
+    fn best_untried(&self, id: ScreenId, skip: &BTreeSet<ActionKey>) -> Option<(ActionKey, f64)> {
         self.untried(id)
             .into_iter()
             .filter(|(key, _, _)| !skip.contains(key))
-            .map(|(_, promise, _)| promise)
-            .max_by(f64::total_cmp)
+            .min_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)))
+            .map(|(key, promise, _)| (key, promise))
     }
 
     /// The untried actions on a screen, with their [`Graph::promise`] and rank.
@@ -450,6 +699,14 @@ impl Graph {
             .filter(|(key, _)| !screen.tried.contains(*key))
             .map(|(key, &rank)| (key.clone(), self.promise(id, key, rank), rank))
             .collect()
+    }
+
+    /// Whether `key` is a control of the form on `screen` (a submit, an option): it needs the
+    /// form's fields filled.
+    pub fn is_control(&self, screen: ScreenId, key: &ActionKey) -> bool {
+        self.screens
+            .get(screen)
+            .is_some_and(|s| s.controls.contains(key))
     }
 
     /// Whether the screen offers a field to type into.
@@ -479,9 +736,12 @@ impl Graph {
     }
 
     /// The most valuable screen to explore next other than `from`, and the first move of the
-    /// shortest known path there. Paths follow learned edges (each action's most seen target),
+    /// cheapest known path there. Paths follow learned edges (each action's most seen target),
     /// an untried back to the screen a screen was first reached from, and, when `relaunch` is
-    /// allowed, a relaunch to the launch screen.
+    /// allowed, a relaunch to the launch screen. A path costs what taking it takes (see
+    /// [`Reach`]): the decisions it needs, since learned clicks and backs are walked blind in
+    /// one decision (each observation is a step), and [`MOVE_COST`] per move (each move taken
+    /// blind may go astray, and takes time).
     ///
     /// A goal is judged by its best untried action not in `shown_untried`: a widget shown
     /// untried on this screen too (a toolbar's search) is left for this screen, and the goal
@@ -492,26 +752,34 @@ impl Graph {
         relaunch: bool,
         shown_untried: &BTreeSet<ActionKey>,
     ) -> Option<Plan> {
-        let mut first: Vec<Option<Step>> = vec![None; self.screens.len()];
+        let count = self.screens.len();
+        let mut first: Vec<Option<Step>> = vec![None; count];
         // The move each screen was reached by, from the screen before it on its path.
-        let mut came: Vec<Option<(ScreenId, &ActionKey)>> = vec![None; self.screens.len()];
-        let mut distance = vec![usize::MAX; self.screens.len()];
-        *distance.get_mut(from)? = 0;
-        let mut queue = VecDeque::from([from]);
+        let mut came: Vec<Option<(ScreenId, &ActionKey)>> = vec![None; count];
+        let mut reach: Vec<Option<Reach>> = vec![None; count];
+        let mut done = vec![false; count];
+        *reach.get_mut(from)? = Some(Reach::START);
+        let mut queue = BinaryHeap::from([Queued(Reach::START.cost(), from)]);
         let mut best: Option<Plan> = None;
-        while let Some(at) = queue.pop_front() {
-            let screen = &self.screens[at];
-            // Promise and productivity are at most 1: no screen this far or further can beat
-            // the best found (breadth-first, so distances only grow).
-            let cost = (distance[at] + 1) as f64;
-            let bound = screen.productivity() / cost;
-            if best.as_ref().is_some_and(|b| 1.0 / cost <= b.value) {
+        while let Some(Queued(_, at)) = queue.pop() {
+            if std::mem::replace(&mut done[at], true) {
+                continue;
+            }
+            let Some(here) = reach[at] else { continue };
+            // Promise and productivity are at most 1, and costs only grow: no screen further
+            // can beat the best found.
+            let bound = |reach: Reach| LOCAL_COST / reach.then_act().cost();
+            if best.as_ref().is_some_and(|b| bound(here) <= b.value) {
                 break;
             }
-            let worth_a_look = best.as_ref().is_none_or(|b| bound > b.value);
-            if at != from && !screen.outside && worth_a_look {
-                if let Some(promise) = self.best_untried(at, shown_untried) {
-                    let value = promise * bound;
+            let screen = &self.screens[at];
+            if at != from && !screen.outside {
+                if let Some((key, promise)) = self.best_untried(at, shown_untried) {
+                    let act = match here.observed || self.blind_goal(at, &key) {
+                        true => here.then_act(),
+                        false => here.then_observe().then_act(),
+                    };
+                    let value = promise * screen.productivity() * LOCAL_COST / act.cost();
                     let better = best.as_ref().is_none_or(|b| value > b.value);
                     if let (true, Some(step)) = (better, &first[at]) {
                         best = Some(Plan {
@@ -524,20 +792,30 @@ impl Graph {
                 }
             }
             for (key, to) in self.moves(at) {
-                if distance[to] == usize::MAX {
-                    distance[to] = distance[at] + 1;
+                let next = match (at == from, here.observed, self.walkable(at, key)) {
+                    // The first move is taken on the screen observed; the walk goes on past it
+                    // only when it is learned.
+                    (true, _, _) | (_, true, _) => here.then_act_observed(self.is_learned(at, key)),
+                    (false, false, true) => here.then_act(),
+                    (false, false, false) => here
+                        .then_observe()
+                        .then_act_observed(self.is_learned(at, key)),
+                };
+                if !done[to] && reach[to].is_none_or(|known| next.cost() < known.cost()) {
+                    reach[to] = Some(next);
                     first[to] = first[at]
                         .clone()
                         .or_else(|| Some(Step::Action(key.clone())));
                     came[to] = Some((at, key));
-                    queue.push_back(to);
+                    queue.push(Queued(next.cost(), to));
                 }
             }
             if at == from && relaunch {
-                if let Some(launch) = self.launch.filter(|&l| distance[l] == usize::MAX) {
-                    distance[launch] = 1;
+                if let Some(launch) = self.launch.filter(|&l| l != from && reach[l].is_none()) {
+                    let next = Reach::RELAUNCHED;
+                    reach[launch] = Some(next);
                     first[launch] = Some(Step::Relaunch);
-                    queue.push_back(launch);
+                    queue.push(Queued(next.cost(), launch));
                 }
             }
         }
@@ -552,6 +830,23 @@ impl Graph {
             plan.then.remove(0);
         }
         Some(plan)
+    }
+
+    /// Whether a learned move can be taken blind along a walk: a click where its widget was
+    /// seen, or a back, but for a form's control (its fields need filling from an observation).
+    pub fn walkable(&self, at: ScreenId, key: &ActionKey) -> bool {
+        self.is_learned(at, key)
+            && (*key == BACK || (key.is_click() && self.place(at, key).is_some()))
+            && !self.is_control(at, key)
+    }
+
+    /// Whether `key`, the best untried action of `goal`, can end a walk blind (see
+    /// [`crate::decide::heuristic`]'s walks): a click, not a form's control, on a screen with no
+    /// field left to fill.
+    fn blind_goal(&self, goal: ScreenId, key: &ActionKey) -> bool {
+        key.is_click()
+            && !self.is_control(goal, key)
+            && !self.untried(goal).iter().any(|(k, _, _)| k.is_input())
     }
 
     /// Where a learned move (see [`Graph::plan`]) leads: the screen `key` on `at` led to most
@@ -674,6 +969,158 @@ mod tests {
             ActionType::Click,
             format!("android.widget.Button|id/{label}||{label}"),
         )
+    }
+
+    /// A page of `activity` with buttons and, under them, a scrollable list of `rows`.
+    fn page_with_list(activity: &str, buttons: &[&str], rows: &[&str]) -> Observation {
+        let mut page = screen(activity, "0", buttons);
+        let list = page.elements.len() as u32;
+        page.elements.push(UiElement {
+            element_id: list,
+            class_name: "android.widget.ListView".into(),
+            resource_id: "id/list".into(),
+            // As the capture signs it: the rows are part of the list.
+            signature: format!("android.widget.ListView|id/list||[{}]", rows.join(",")),
+            scrollable: true,
+            enabled: true,
+            bounds: Bounds::from([0, 1000, 1080, 2000]),
+            ..UiElement::default()
+        });
+        for (i, row) in rows.iter().enumerate() {
+            page.elements.push(UiElement {
+                element_id: list + 1 + i as u32,
+                parent: Some(list),
+                depth: 1,
+                text: row.to_string(),
+                class_name: "android.widget.TextView".into(),
+                resource_id: "id/row".into(),
+                clickable: true,
+                enabled: true,
+                bounds: Bounds::from([0, 1000 + i as i32 * 100, 1080, 1090 + i as i32 * 100]),
+                ..UiElement::default()
+            });
+        }
+        page
+    }
+
+    /// The key of `kind` on the first element of `observation` of class `class`.
+    fn key_on(observation: &Observation, class: &str, kind: ActionType) -> ActionKey {
+        let element = observation
+            .elements
+            .iter()
+            .find(|e| e.class_name == class)
+            .unwrap();
+        ActionKey::on(kind, crate::screen::signature(element))
+    }
+
+    #[test]
+    fn what_a_list_did_on_one_page_it_promises_on_the_next() {
+        let mut graph = Graph::new();
+        let first = page_with_list("Main", &["Menu"], &["a", "b", "c"]);
+        let next = page_with_list("Main", &["Menu"], &["d", "e", "f"]);
+        let (one, two) = (
+            graph.observe(&Screen::of(&first)),
+            graph.observe(&Screen::of(&next)),
+        );
+        let swipe = |o: &Observation| key_on(o, "android.widget.ListView", ActionType::SwipeLeft);
+        let promise = |graph: &Graph, on, key: &ActionKey| graph.promise(on, key, Rank::Gesture);
+        assert_eq!(promise(&graph, two, &swipe(&next)), Rank::Gesture.promise());
+        // Swiping the list did nothing on the first page: on the next, its rows being others,
+        // it promises half, then a third.
+        graph.record_edge(one, &swipe(&first), one, false);
+        assert_eq!(
+            promise(&graph, two, &swipe(&next)),
+            Rank::Gesture.promise() / 2.0
+        );
+        let third = page_with_list("Main", &["Menu"], &["g", "h", "i"]);
+        let three = graph.observe(&Screen::of(&third));
+        graph.record_edge(two, &swipe(&next), two, false);
+        assert_eq!(
+            promise(&graph, three, &swipe(&third)),
+            Rank::Gesture.promise() / 3.0
+        );
+        // In another activity, the same class of list is another list.
+        let other = page_with_list("Other", &["Menu"], &["x", "y", "z"]);
+        let elsewhere = graph.observe(&Screen::of(&other));
+        assert_eq!(
+            promise(&graph, elsewhere, &swipe(&other)),
+            Rank::Gesture.promise()
+        );
+    }
+
+    #[test]
+    fn rows_of_a_list_that_did_nothing_make_the_others_promise_less() {
+        let mut graph = Graph::new();
+        let results = page_with_list("Main", &["Menu"], &["a", "b", "c", "d"]);
+        let page = graph.observe(&Screen::of(&results));
+        let row = |label: &str| {
+            let element = results.elements.iter().find(|e| e.text == label).unwrap();
+            ActionKey::on(ActionType::Click, crate::screen::signature(element))
+        };
+        assert_eq!(graph.promise(page, &row("d"), Rank::Text), 1.0);
+        graph.record_edge(page, &row("a"), page, false);
+        graph.record_edge(page, &row("b"), page, false);
+        assert_eq!(graph.promise(page, &row("d"), Rank::Text), 1.0 / 3.0);
+        // One that led away says the list's rows do something after all.
+        let detail = graph.observe(&Screen::of(&screen("Detail", "0", &["Buy"])));
+        graph.record_edge(page, &row("c"), detail, false);
+        assert_eq!(graph.promise(page, &row("d"), Rank::Text), 2.0 / 4.0);
+        // The menu is no row of the list.
+        assert_eq!(graph.promise(page, &click("Menu"), Rank::Text), 1.0);
+    }
+
+    #[test]
+    fn a_widget_that_did_nothing_on_one_screen_promises_less_on_another() {
+        let mut graph = Graph::new();
+        let list = graph.observe(&Screen::of(&screen("List", "0", &["Tip", "Open"])));
+        let other = graph.observe(&Screen::of(&screen("Other", "0", &["Tip", "Close"])));
+        graph.record_edge(list, &click("Tip"), list, false);
+        assert_eq!(graph.promise(other, &click("Tip"), Rank::Text), 0.5);
+        assert_eq!(graph.promise(other, &click("Close"), Rank::Text), 1.0);
+    }
+
+    #[test]
+    fn a_path_walked_blind_costs_one_decision_however_long() {
+        // Home → Menu → Settings by learned clicks; Home's parent Start by an untried back.
+        let mut graph = Graph::new();
+        let start = graph.observe(&Screen::of(&screen("Start", "0", &["Go", "Extra"])));
+        let home = graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));
+        graph.record_edge(start, &click("Go"), home, false);
+        let menu = graph.observe(&Screen::of(&screen("Menu", "0", &["Settings"])));
+        graph.record_edge(home, &click("Menu"), menu, false);
+        let settings = graph.observe(&Screen::of(&screen("Settings", "0", &["Alpha", "Beta"])));
+        graph.record_edge(menu, &click("Settings"), settings, false);
+        graph.record_edge(settings, &click("Alpha"), home, false);
+        graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));
+        // Start's untried button is two moves away, but the back there is untried: a decision
+        // for the back, another for the button. Settings' is three moves away, all walked in
+        // the decision taken now: it is the better goal.
+        let plan = graph.plan(home, false, &BTreeSet::new()).unwrap();
+        assert_eq!(plan.goal, settings);
+        assert_eq!(plan.then, [(menu, click("Settings"))]);
+        // Half a decision per move beyond the decisions: three moves and one decision cost
+        // 2.5, against 1.5 for an action on the screen observed.
+        let productivity = graph.screens[settings].productivity();
+        assert_eq!(plan.value, productivity * LOCAL_COST / 2.5);
+        assert!(graph.walkable(home, &click("Menu")));
+        assert!(!graph.walkable(home, &BACK));
+    }
+
+    #[test]
+    fn a_distrusted_move_is_no_route_until_nothing_else_is_left() {
+        let mut graph = Graph::new();
+        let home = graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));
+        let menu = graph.observe(&Screen::of(&screen("Menu", "0", &["A", "B"])));
+        graph.record_edge(home, &click("Menu"), menu, false);
+        graph.record_edge(menu, &click("A"), menu, false);
+        graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));
+        assert_eq!(graph.plan(home, false, &none()).map(|p| p.goal), Some(menu));
+        graph.distrust(home, &click("Menu"));
+        assert_eq!(graph.plan(home, false, &none()), None);
+        graph.app_restarted();
+        assert_eq!(graph.plan(home, false, &none()), None);
+        graph.revive_dead();
+        assert_eq!(graph.plan(home, false, &none()).map(|p| p.goal), Some(menu));
     }
 
     #[test]

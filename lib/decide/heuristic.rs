@@ -31,8 +31,7 @@ use super::graph::{Graph, Place, Plan, ScreenId, Step, UNSEEN_PRODUCTIVITY};
 use super::Credentials;
 use crate::events::{Action, ActionType, Decision};
 use crate::screen::{
-    action_on, controls, is_submit, label_in, shape, target_of, ActionKey, Rank, Screen, Widget,
-    BACK, SCROLL,
+    action_on, controls, is_submit, shape, target_of, ActionKey, Rank, Screen, Widget, BACK, SCROLL,
 };
 use crate::ui::{is_actionable, UiElement};
 
@@ -51,6 +50,10 @@ const MAX_RETRIES: u32 = 3;
 /// untried (an editor or a search box whose screen merged with one that held other text): less
 /// than any untried widget's.
 const REFILL_PROMISE: f64 = 0.1;
+
+/// Consecutive steps that discover nothing (see [`Heuristic::note_idle`]) after which coming
+/// back to a screen seen in them counts as going round a cycle.
+pub const CYCLE_STEPS: usize = 6;
 
 /// The shortest start of a typed text taken for that text cut short (see
 /// [`Heuristic::shows_typed_text`]).
@@ -134,6 +137,14 @@ pub struct Heuristic {
     taken: Vec<(usize, ScreenId, ActionKey)>,
     /// The last of them is a walk goal's untried action.
     walked_to_untried: bool,
+    /// The first of them taken blind, along a walk (`usize::MAX` when none was).
+    blind_from: usize,
+    /// Walk goals' untried actions whose walk came back to a screen it passed (see
+    /// [`Heuristic::observe`]).
+    stalled_goals: HashSet<(ScreenId, ActionKey)>,
+    /// The steps since the last one that discovered something (see
+    /// [`Heuristic::note_idle`]): each observed screen, with the learned moves decided on it.
+    idle: Vec<(ScreenId, Vec<(ScreenId, ActionKey)>)>,
     current: Option<ScreenId>,
     /// Consecutive observations of another app.
     foreign_steps: u32,
@@ -194,6 +205,9 @@ impl Heuristic {
             allowed_packages: Vec::new(),
             taken: Vec::new(),
             walked_to_untried: false,
+            blind_from: usize::MAX,
+            stalled_goals: HashSet::new(),
+            idle: Vec::new(),
             current: None,
             foreign_steps: 0,
             fills: HashMap::new(),
@@ -240,9 +254,24 @@ impl Heuristic {
         self.renewed = self.note_prefills(screen, shown);
         let renewed = !self.renewed.is_empty();
         let taken = std::mem::take(&mut self.taken);
-        if let Some(((_, from, key), stalled)) = crate::screen::outcome(&taken, |t| &t.1, &screen) {
+        let mut discovered = renewed || self.graph.visits(screen) == 1;
+        let mut outcome = crate::screen::outcome(&taken, |t| &t.1, &screen);
+        // A walk to an untried action that comes back to a screen it passed, a second time:
+        // that is what the action does (a submenu's item closing the menu it opened from),
+        // not a move that went nowhere.
+        if let (Some((_, true)), Some(goal)) = (&outcome, taken.last()) {
+            let again = !self.stalled_goals.insert((goal.1, goal.2.clone()));
+            if again && self.walked_to_untried {
+                outcome = Some((goal, false));
+            }
+        }
+        if let Some(((index, from, key), stalled)) = outcome {
             let (from, key) = (*from, key.clone());
+            // What an action does, seen after it was taken where it was observed, is something
+            // found; an outcome of a blind move may be the walk's going astray.
+            discovered |= *index < self.blind_from && !self.graph.is_learned(from, &key);
             self.graph.record_edge(from, &key, screen, renewed);
+
             match stalled {
                 // Back on a screen the walk passed: the move from there went nowhere (a link
                 // dead in this state of the app), and the actions after it were not taken where
@@ -264,6 +293,7 @@ impl Heuristic {
         if renewed {
             self.retry_submits(screen, shown.submits());
         }
+        self.note_idle(screen, &taken, discovered);
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
             self.graph.set_launch(screen);
         }
@@ -286,6 +316,43 @@ impl Heuristic {
             self.graph.mark_tried(screen, &key);
         }
         screen
+    }
+
+    /// Keeps the steps since the last one that discovered something (a screen seen for the
+    /// first time, a known one in a state not explored yet, or what an action taken on an
+    /// observed screen does). When more than [`CYCLE_STEPS`] such steps come back to a screen
+    /// seen in them, the exploration is going round a cycle: walks that do not go where the
+    /// graph says (a form submitted empty, a route dead in this state of the app) bring it
+    /// back to where it was, and every round spends an untried action blind. The learned moves
+    /// taken since that screen was last seen stop being routes, as dead ones do, until nothing
+    /// else is left (see [`Graph::revive_dead`]).
+    fn note_idle(
+        &mut self,
+        screen: ScreenId,
+        taken: &[(usize, ScreenId, ActionKey)],
+        discovered: bool,
+    ) {
+        if let Some((_, moves)) = self.idle.last_mut() {
+            moves.extend(
+                taken
+                    .iter()
+                    .filter(|(_, at, key)| self.graph.is_learned(*at, key))
+                    .map(|(_, at, key)| (*at, key.clone())),
+            );
+        }
+        if discovered {
+            self.idle.clear();
+        }
+        let again = self.idle.iter().rposition(|(seen, _)| *seen == screen);
+        if let Some(since) = again.filter(|_| self.idle.len() >= CYCLE_STEPS) {
+            for (_, moves) in self.idle.drain(since..) {
+                for (at, key) in moves {
+                    self.graph.distrust(at, &key);
+                }
+            }
+            self.idle.clear();
+        }
+        self.idle.push((screen, Vec::new()));
     }
 
     /// Learns that the app was relaunched (by this heuristic or anyone): the next observation
@@ -333,6 +400,7 @@ impl Heuristic {
     /// screen: its inputs count as fills, its actions as tried, its relaunch as a restart.
     pub fn learn_decision(&mut self, shown: &Screen, decision: &Decision) {
         self.walked_to_untried = false;
+        self.blind_from = usize::MAX;
         for (index, action) in decision.actions.iter().enumerate() {
             if action.action == ActionType::Input {
                 self.learn_fill(shown, action);
@@ -368,6 +436,10 @@ impl Heuristic {
         let walked = commits.walk.as_ref().map_or(0, Walk::actions);
         let first_walked = choice.actions.len() - walked;
         self.walked_to_untried = false;
+        self.blind_from = match commits.walk {
+            Some(_) => first_walked,
+            None => usize::MAX,
+        };
         for (index, action) in choice.actions[..first_walked].iter().enumerate() {
             self.learn_action(shown, index, action);
         }
@@ -530,10 +602,7 @@ impl Heuristic {
 
     fn relaunch(&self, why: &str) -> Choice {
         let package = self.package.clone().unwrap_or_default();
-        let mut home = Action::new(ActionType::Home);
-        home.action_desc = Some(format!("relaunch {package}"));
-        home.reasoning = Some(why.to_string());
-        let mut choice = Choice::new(vec![home]);
+        let mut choice = Choice::new(vec![super::relaunch_action(&package, why)]);
         choice.relaunch = Some(package);
         choice.note = Some(format!("relaunch: {why}"));
         choice
@@ -543,8 +612,10 @@ impl Heuristic {
     /// this screen will not fill were marked tried when it was observed: a field left empty
     /// here must not stop a form elsewhere from being a goal).
     fn shown_untried(&self, shown: &Screen, screen: ScreenId) -> BTreeSet<ActionKey> {
-        controls(shown.elements())
-            .map(ActionKey::of)
+        shown
+            .widgets()
+            .iter()
+            .map(|w| w.key.clone())
             .filter(|key| !self.graph.is_tried(screen, key))
             .collect()
     }
@@ -792,13 +863,12 @@ impl Heuristic {
             return Some(back(why.into()).actions);
         }
         let elements = shown.elements();
-        let element = elements
-            .iter()
-            .filter(|e| is_actionable(e))
-            .find(|e| ActionKey::of(e) == *key)?;
+        let widget = shown.widget(key)?;
+        let element = widget.element;
         let kind = key.kind.clone();
         let mut actions = Vec::new();
-        if kind != ActionType::Input && is_submit(label_in(elements, element)) {
+        let submits = (widget.control && !element.checkable) || is_submit(widget.label);
+        if kind != ActionType::Input && submits {
             let empty: Vec<&UiElement> = elements
                 .iter()
                 .filter(|e| e.editable && is_actionable(e) && !self.shows_typed_text(e))
@@ -817,8 +887,9 @@ impl Heuristic {
     /// The plan's moves after its first, taken blind as taps where their widgets were seen and
     /// backs, and the goal's most promising untried click when the walk reaches it: one
     /// decision instead of one per move. It stops before a move that is not a learned click or
-    /// back (typing, a swipe, a back whose outcome is a guess), keeps to `room` actions, and
-    /// takes nothing on a goal with a form (its fields come first, as on any screen).
+    /// back (typing, a swipe, a back whose outcome is a guess) or is a form's control (its
+    /// fields need filling, from an observation of them), keeps to `room` actions, and takes
+    /// nothing on a goal with a field to fill (see [`Heuristic::first_click`]).
     fn walk(&mut self, plan: &Plan, room: usize) -> Option<(Walk, Vec<Action>)> {
         let why = "on a known path to a screen with untried actions";
         let mut walk = Walk {
@@ -828,7 +899,7 @@ impl Heuristic {
         let mut actions = Vec::new();
         for (at, key) in &plan.then {
             // A form's submit needs its fields filled, from an observation of them.
-            let form = self.graph.offers_field(*at);
+            let form = self.graph.is_control(*at, key);
             let blind =
                 (self.graph.is_learned(*at, key) && !form).then(|| self.blind(*at, key, why));
             match blind.flatten() {
@@ -852,11 +923,12 @@ impl Heuristic {
     }
 
     /// What would be tried first on arriving at `screen` when it is a click: its most promising
-    /// untried action (ties broken by rank, then by the seeded generator) on a screen without
-    /// fields.
+    /// untried action (ties broken by rank, then by the seeded generator), but for a form's
+    /// control and on a screen with a field still to fill (its fields come first, as on any
+    /// screen).
     fn first_click(&mut self, screen: ScreenId) -> Option<ActionKey> {
         let untried = self.graph.untried(screen);
-        if self.graph.offers_field(screen) {
+        if untried.iter().any(|(key, _, _)| key.is_input()) {
             return None;
         }
         let order = |a: &(ActionKey, f64, Rank), b: &(ActionKey, f64, Rank)| {
@@ -870,7 +942,7 @@ impl Heuristic {
             .collect();
         tied.shuffle(&mut self.rng);
         let key = tied.first()?;
-        key.is_click().then(|| (*key).clone())
+        (key.is_click() && !self.graph.is_control(screen, key)).then(|| (*key).clone())
     }
 
     /// A move taken without observing its screen: back, or a tap where the widget was seen.

@@ -1,13 +1,14 @@
 //! The decide stage: one `decision` per `observation`, every other line passed through unchanged.
 //!
-//! Deciders: [`heuristic`] (coverage-guided, the default), [`random`] (a seeded Monkey-like
-//! baseline) and LLM providers behind [`provider::ModelAdapter`] (Gemini, OpenRouter, Ollama,
+//! Deciders: [`heuristic`] (coverage-guided, the default), two baselines, [`random`] (a seeded
+//! Monkey-like one) and [`dfs`] (DroidBot-style depth-first), and LLM providers behind [`provider::ModelAdapter`] (Gemini, OpenRouter, Ollama,
 //! OpenAI-compatible servers), prompted by [`prompt`] and read back by [`response`]. The
 //! heuristic's graph is kept for the heuristic and the model deciders: it learns from each
 //! observation, from every decision, and from the `result` lines that pass through (when a
 //! long-running decide sits in a loop), and it decides when a model fails or answers nonsense.
 
 pub mod cli;
+pub mod dfs;
 pub mod from_store;
 pub mod graph;
 pub mod heuristic;
@@ -23,11 +24,13 @@ use serde_json::{json, Value};
 
 use crate::config::{self, Settings};
 use crate::events::{
-    now_ts, ActionResult, AiMeta, Decision, Event, Line, Note, NoteKind, Observation,
+    now_ts, Action, ActionResult, ActionType, AiMeta, Decision, Event, Line, Note, NoteKind,
+    Observation,
 };
 use crate::filter::Output;
 use crate::screen::Screen;
 pub use crate::secret::TEST_PASSWORD_PLACEHOLDER;
+use dfs::DfsDecider;
 use heuristic::Heuristic;
 use prompt::{Context, JournalEntry, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
@@ -67,6 +70,7 @@ impl Credentials {
 pub enum Decider {
     Heuristic,
     Random,
+    Dfs,
     Model(ProviderConfig),
 }
 
@@ -76,6 +80,7 @@ impl Decider {
         match self {
             Decider::Heuristic => "heuristic",
             Decider::Random => "random",
+            Decider::Dfs => "dfs",
             Decider::Model(config) => config.kind.as_str(),
         }
     }
@@ -85,7 +90,7 @@ impl Decider {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub decider: Decider,
-    /// Seeds the heuristic's tie-breaks and the random decider.
+    /// Seeds the heuristic's tie-breaks, the random decider and the depth-first one's order.
     pub seed: u64,
     /// Prompt settings; `package`, `allowed_packages` and `credentials` serve the heuristic too.
     pub prompt: PromptSettings,
@@ -310,7 +315,8 @@ impl Refusals {
 pub struct Stage {
     name: &'static str,
     heuristic: Heuristic,
-    random: Option<RandomDecider>,
+    /// The baseline deciding instead of the heuristic (`random`, `dfs`).
+    baseline: Option<Baseline>,
     model: Option<Box<dyn ModelAdapter>>,
     settings: PromptSettings,
     run_id: Option<String>,
@@ -346,15 +352,22 @@ impl Stage {
         );
         let name = config.decider.name();
         let history = config.history;
-        let (random, model) = match config.decider {
+        let (baseline, model) = match config.decider {
             Decider::Heuristic => (None, None),
-            Decider::Random => (Some(RandomDecider::new(config.seed)), None),
+            Decider::Random => (
+                Some(Baseline::Random(Box::new(RandomDecider::new(config.seed)))),
+                None,
+            ),
+            Decider::Dfs => (
+                Some(Baseline::Dfs(Box::new(DfsDecider::new(config.seed)))),
+                None,
+            ),
             Decider::Model(provider) => (None, Some(provider::connect(provider)?)),
         };
         let mut stage = Stage {
             name,
             heuristic,
-            random,
+            baseline,
             model,
             settings: config.prompt,
             run_id: None,
@@ -367,6 +380,7 @@ impl Stage {
             reached: false,
             fall_back_when_unreachable: config.fall_back_when_unreachable,
         };
+        stage.set_package();
         stage.resume(&history);
         Ok(stage)
     }
@@ -416,10 +430,14 @@ impl Stage {
     fn redo(&mut self, observation: &Observation, recorded: &Decision, invalid_answer: bool) {
         let shown = self.take_in(observation);
         let by = recorded.decider.as_deref();
-        match self.random.as_mut() {
+        match self.baseline.as_mut() {
             // Only the generator moves on.
-            Some(random) if by == Some(self.name) => drop(random.decide(observation)),
-            Some(_) => {}
+            Some(Baseline::Random(random)) if by == Some(self.name) => {
+                drop(random.decide(observation))
+            }
+            Some(Baseline::Random(_)) => {}
+            // Whoever decided, the actions were taken there.
+            Some(Baseline::Dfs(dfs)) => dfs.learn(observation, recorded),
             None if by == Some(HEURISTIC) => {
                 let choice = self.heuristic.choose(&shown);
                 let same =
@@ -460,10 +478,16 @@ impl Stage {
     fn adopt_package(&mut self, package: Option<&str>) {
         if self.settings.package.is_none() && package.is_some() {
             self.settings.package = package.map(str::to_string);
-            self.heuristic.set_package(
-                self.settings.package.clone(),
-                self.settings.allowed_packages.clone(),
-            );
+            self.set_package();
+        }
+    }
+
+    /// Tells the deciders the app under test and the packages they may enter.
+    fn set_package(&mut self) {
+        let (package, allowed) = (&self.settings.package, &self.settings.allowed_packages);
+        self.heuristic.set_package(package.clone(), allowed.clone());
+        if let Some(Baseline::Dfs(dfs)) = self.baseline.as_mut() {
+            dfs.set_package(package.clone(), allowed.clone());
         }
     }
 
@@ -522,8 +546,10 @@ impl Stage {
             self.stuck_reason = Some(reason);
         }
         let shown = Screen::of(observation);
-        if self.random.is_none() {
-            self.heuristic.observe(&shown);
+        match self.baseline.as_mut() {
+            None => drop(self.heuristic.observe(&shown)),
+            Some(Baseline::Dfs(dfs)) => dfs.observe(observation),
+            Some(Baseline::Random(_)) => {}
         }
         shown
     }
@@ -539,14 +565,25 @@ impl Stage {
             }
         }
         let shown = self.take_in(observation);
-        let random = self
-            .random
-            .as_mut()
-            .map(|random| random.decide(observation));
-        let decision = match random {
-            Some(action) => {
-                let mut decision = self.stamped(observation, Decision::new(vec![action]));
+        let baseline = match self.baseline.as_mut() {
+            Some(Baseline::Random(random)) => Some(Decision::new(vec![random.decide(observation)])),
+            Some(Baseline::Dfs(dfs)) => {
+                let decision = dfs.choose(observation);
+                dfs.learn(observation, &decision);
+                Some(decision)
+            }
+            None => None,
+        };
+        let decision = match baseline {
+            Some(decision) => {
+                let mut decision = self.stamped(observation, decision);
                 decision.decider = Some(self.name.to_string());
+                if let Some(package) = decision.relaunch.clone() {
+                    let why = decision.actions[0].reasoning.clone();
+                    let message = why.map(|why| format!("relaunch: {why}"));
+                    let data = Some(json!({ "package": package }));
+                    events.push(self.note(observation, NoteKind::Relaunch, message, data));
+                }
                 Ok(decision)
             }
             None if self.model.is_some() => self.ask_model(&shown, &mut events),
@@ -707,6 +744,21 @@ impl Stage {
             extra: Default::default(),
         })
     }
+}
+
+/// The action of a decision that relaunches `package` (the decision's `relaunch` names it;
+/// droid-act goes home, then starts the app).
+fn relaunch_action(package: &str, why: &str) -> Action {
+    let mut home = Action::new(ActionType::Home);
+    home.action_desc = Some(format!("relaunch {package}"));
+    home.reasoning = Some(why.to_string());
+    home
+}
+
+/// A baseline deciding instead of the heuristic.
+enum Baseline {
+    Random(Box<RandomDecider>),
+    Dfs(Box<DfsDecider>),
 }
 
 /// Whether a model call got any HTTP answer (the server is there, whatever it said).

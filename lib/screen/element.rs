@@ -23,15 +23,71 @@ pub fn descendants<'a>(
 
 /// The actionable elements an explorer tries, without wrappers: a row whose only words are
 /// those of an actionable element inside it (a preference row around its check box) is the
-/// same control as that element.
+/// same control as that element. A scrollable container is never a wrapper: scrolling it is
+/// its own action, which no row inside offers.
 pub fn controls(elements: &[UiElement]) -> impl Iterator<Item = &UiElement> {
     elements
         .iter()
         .filter(|e| is_actionable(e) && !is_wrapper(elements, e))
 }
 
+/// Items of a list drawn without any view that takes touches (a custom adapter, a touch
+/// listener, a tab strip of labels): leaves with words, on screen and enabled, that take no
+/// touch themselves and lie in no view that does but a scrolling one, with a sibling of the same
+/// class and resource id. A tester taps them as they tap any list's items; an app that handles
+/// touches in code leaves no trace of it in the dump.
+pub fn passive_items(elements: &[UiElement]) -> impl Iterator<Item = &UiElement> {
+    let takes_touch = |e: &UiElement| e.clickable || e.long_clickable || e.checkable || e.editable;
+    let mut inside_touchable: Vec<(u32, bool)> = Vec::new();
+    let mut items = Vec::new();
+    for (at, element) in elements.iter().enumerate() {
+        while inside_touchable
+            .last()
+            .is_some_and(|&(depth, _)| depth >= element.depth)
+        {
+            inside_touchable.pop();
+        }
+        let inside = inside_touchable.last().is_some_and(|&(_, inside)| inside);
+        inside_touchable.push((element.depth, inside || takes_touch(element)));
+        let leaf = elements
+            .get(at + 1)
+            .is_none_or(|next| next.depth <= element.depth);
+        let passive = !inside && !takes_touch(element) && !element.scrollable;
+        let shown = element.enabled && element.visible && element.bounds.area() > 0;
+        if leaf && passive && shown && !ui::label(element).is_empty() {
+            items.push(at);
+        }
+    }
+    let alike = |a: &UiElement, b: &UiElement| {
+        a.element_id != b.element_id
+            && a.parent == b.parent
+            && a.class_name == b.class_name
+            && a.resource_id == b.resource_id
+    };
+    let candidates: Vec<&UiElement> = items.iter().map(|&at| &elements[at]).collect();
+    items
+        .into_iter()
+        .map(move |at| &elements[at])
+        .filter(move |e| e.parent.is_some() && candidates.iter().any(|o| alike(e, o)))
+}
+
+/// The list an element is an item of: its parent, when a sibling has the same class and
+/// resource id (rows of one adapter, tabs of one strip).
+pub fn list_of<'a>(elements: &'a [UiElement], element: &UiElement) -> Option<&'a UiElement> {
+    let parent = element.parent?;
+    let alike = elements.iter().any(|other| {
+        other.parent == Some(parent)
+            && other.element_id != element.element_id
+            && other.class_name == element.class_name
+            && other.resource_id == element.resource_id
+    });
+    alike
+        .then(|| elements.iter().find(|e| e.element_id == parent))
+        .flatten()
+}
+
 fn is_wrapper(elements: &[UiElement], element: &UiElement) -> bool {
-    if element.editable || !ui::label(element).is_empty() {
+    if element.editable || element.scrollable || !ui::label(element).is_empty() {
         return false;
     }
     let words = label_in(elements, element);
@@ -97,7 +153,9 @@ pub fn signature(element: &UiElement) -> String {
 }
 
 /// An action on an element, carrying its `ref`, bounding box and signature: what a decider
-/// writes to act on a widget it saw.
+/// writes to act on a widget it saw. A click on an element that takes no touches (a list's item
+/// drawn as a plain label) is a tap at its centre: a box would snap to an actionable element
+/// nearby, and Android hands the touch to whatever under that point handles it.
 pub fn action_on(
     elements: &[UiElement],
     element: &UiElement,
@@ -107,9 +165,15 @@ pub fn action_on(
     let mut action = Action::new(kind);
     action.action_desc = Some(describe_action(elements, element, &action.action));
     action.reasoning = Some(why.to_string());
+    action.widget = Some(signature(element));
+    if action.action == ActionType::Click && !crate::ui::is_actionable(element) {
+        let (x, y) = element.bounds.center();
+        action.action = ActionType::Tap;
+        action.point = Some([i64::from(x), i64::from(y)]);
+        return action;
+    }
     action.target_bounding_box = Some(bounding_box(element.bounds));
     action.ref_id = element.ref_id;
-    action.widget = Some(signature(element));
     action
 }
 

@@ -28,9 +28,12 @@ use crate::ui::UiElement;
 
 pub use element::{
     action_on, bounding_box, bounds_of, controls, descendants, describe, describe_action,
-    element_by_ref, label_in, reference, signature, snap, target_of,
+    element_by_ref, label_in, list_of, passive_items, reference, signature, snap, target_of,
 };
-pub use role::{is_risky, is_submit, is_unmarked_list, primary_action, rank, shape, Rank};
+pub use role::{
+    gestures, is_form_button, is_risky, is_submit, is_unmarked_list, primary_action, rank, shape,
+    Rank,
+};
 
 /// Which screen an observation shows (see the module documentation): the activity (else the
 /// package), a bar, and a digest of the actionable widgets (`w:`) or, without any, of the layout
@@ -246,18 +249,46 @@ impl<'o> Screen<'o> {
             .into_iter()
             .map(|element| {
                 let label = label_in(elements, element);
-                let control = first_field.is_some_and(|field| element.element_id > field)
-                    && (element.checkable || is_submit(label));
+                let after_field = first_field.is_some_and(|field| element.element_id > field);
+                let control = after_field
+                    && (element.checkable
+                        || is_submit(label)
+                        || is_form_button(elements, element, label));
                 Widget {
                     element,
                     key: ActionKey::of(element),
-                    rank: rank(elements, element, has_form),
+                    rank: rank(elements, element, has_form, after_field),
                     label,
                     control,
                 }
             })
             .collect();
         let key = ScreenKey::from_parts(observation, &widgets);
+        // What else a tester tries, which does not make the screen another one: a scrollable
+        // container's other gestures, and the items of a list that shows no view taking touches.
+        let mut widgets = widgets;
+        let others: Vec<Widget> = widgets
+            .iter()
+            .flat_map(|w| {
+                gestures(w.element)
+                    .into_iter()
+                    .skip(1)
+                    .map(move |kind| Widget {
+                        key: ActionKey::on(kind, w.key.widget.clone().unwrap_or_default()),
+                        rank: Rank::Gesture,
+                        control: false,
+                        ..w.clone()
+                    })
+            })
+            .chain(passive_items(elements).map(|element| Widget {
+                element,
+                key: ActionKey::on(ActionType::Click, signature(element)),
+                rank: Rank::Item,
+                label: label_in(elements, element),
+                control: false,
+            }))
+            .collect();
+        widgets.extend(others);
         Screen {
             observation,
             key,
@@ -278,7 +309,9 @@ impl<'o> Screen<'o> {
         &self.observation.elements
     }
 
-    /// The actionable widgets, one per action key, in document order.
+    /// The widgets, one per action key: the actionable elements' main actions in document
+    /// order (what identifies the screen), then a scrollable container's other gestures and the
+    /// items of a list that shows no view taking touches (see [`passive_items`]).
     pub fn widgets(&self) -> &[Widget<'o>] {
         &self.widgets
     }
@@ -363,10 +396,11 @@ impl ActionKey {
 /// Which action of a step a screen reached after it is the outcome of, given the actions taken
 /// in order and the screen each was meant for (`screen_of`; a decider walking a known path
 /// meant later moves for screens it did not observe). The last action taken on each screen
-/// passed counts: when the screen reached is one of those passed before the last, the move
-/// taken there went nowhere (a link dead in this state of the app) and its outcome is that
-/// screen again; otherwise the outcome is the last action's. Returns the action and whether it
-/// went nowhere. One rule for the decider's graph and the store's.
+/// passed counts: when the screen reached is the one passed just before the last action's
+/// screen, the last action led back there (a dialog's button closes the dialog); when it is one
+/// passed earlier, the move taken there went nowhere (a link dead in this state of the app) and
+/// its outcome is that screen again; otherwise the outcome is the last action's. Returns the
+/// action and whether it went nowhere. One rule for the decider's graph and the store's.
 pub fn outcome<'t, T, S: PartialEq>(
     taken: &'t [T],
     screen_of: impl Fn(&T) -> &S,
@@ -380,7 +414,8 @@ pub fn outcome<'t, T, S: PartialEq>(
         }
     }
     let (last, passed) = lasts.split_last()?;
-    match passed.iter().find(|step| screen_of(step) == reached) {
+    let earlier = passed.split_last().map_or(&[][..], |(_, earlier)| earlier);
+    match earlier.iter().find(|step| screen_of(step) == reached) {
         Some(step) => Some((step, true)),
         None => Some((last, false)),
     }
@@ -461,8 +496,117 @@ mod tests {
         );
     }
 
+    /// A list of three rows whose labels are those of the rows themselves, in a scrollable
+    /// container, and a strip of labels that take no touch (`strip`) above it.
+    fn list_screen(strip: &[&str]) -> Observation {
+        let labels: String = strip
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                let x = i * 200;
+                format!(
+                    r#"<node class="android.widget.TextView" resource-id="app:id/tab" text="{label}" enabled="true" bounds="[{x},0][{},100]"/>"#,
+                    x + 190
+                )
+            })
+            .collect();
+        let rows: String = ["One", "Two", "Three"]
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                let y = 200 + i * 200;
+                format!(
+                    r#"<node class="android.widget.TextView" resource-id="app:id/row" text="{label}" clickable="true" enabled="true" bounds="[0,{y}][1080,{}]"/>"#,
+                    y + 190
+                )
+            })
+            .collect();
+        observation(
+            "A",
+            &format!(
+                r#"<hierarchy><node class="android.widget.FrameLayout" enabled="true" bounds="[0,0][1080,2400]"><node class="androidx.recyclerview.widget.RecyclerView" resource-id="app:id/tabs" enabled="true" bounds="[0,0][1080,100]">{labels}</node><node class="android.widget.ListView" resource-id="app:id/list" scrollable="true" enabled="true" bounds="[0,200][1080,2400]">{rows}</node></node></hierarchy>"#
+            ),
+        )
+    }
+
     #[test]
-    fn the_outcome_is_the_last_action_unless_a_screen_passed_is_reached_again() {
+    fn a_scrollable_list_is_no_wrapper_of_its_first_row_and_takes_every_gesture() {
+        let o = list_screen(&[]);
+        let screen = Screen::of(&o);
+        let on_list: Vec<(ActionType, Rank)> = screen
+            .widgets()
+            .iter()
+            .filter(|w| w.element.class_name.ends_with("ListView"))
+            .map(|w| (w.key.kind.clone(), w.rank))
+            .collect();
+        assert_eq!(
+            on_list,
+            [
+                (ActionType::ScrollDown, Rank::ListScroll),
+                (ActionType::ScrollUp, Rank::Gesture),
+                (ActionType::SwipeLeft, Rank::Gesture),
+                (ActionType::SwipeRight, Rank::Gesture),
+            ]
+        );
+        // The other gestures are actions the screen offers, not what identifies it.
+        let actions: Vec<ActionKey> = screen.actions().into_iter().map(|(k, _)| k).collect();
+        assert!(actions.iter().any(|k| k.kind == ActionType::SwipeRight));
+        let mut without = o.clone();
+        without.elements.retain(|e| !e.scrollable);
+        assert_ne!(Screen::of(&without).key(), screen.key());
+    }
+
+    #[test]
+    fn labels_of_a_strip_that_takes_no_touch_are_items_to_tap() {
+        let o = list_screen(&["Tuto", "Todo"]);
+        let screen = Screen::of(&o);
+        let items: Vec<(&str, ActionType, Rank)> = screen
+            .widgets()
+            .iter()
+            .filter(|w| w.rank == Rank::Item)
+            .map(|w| (w.label, w.key.kind.clone(), w.rank))
+            .collect();
+        assert_eq!(
+            items,
+            [
+                ("Tuto", ActionType::Click, Rank::Item),
+                ("Todo", ActionType::Click, Rank::Item)
+            ]
+        );
+        // They do not make the screen another one: a strip's labels change with the app's data.
+        assert_eq!(screen.key(), Screen::of(&list_screen(&["Other"])).key());
+        // A lone label is no list's item, and a label inside a row that takes touches belongs
+        // to the row.
+        assert!(Screen::of(&list_screen(&["Only"]))
+            .widgets()
+            .iter()
+            .all(|w| w.rank != Rank::Item));
+    }
+
+    #[test]
+    fn a_button_of_a_bar_after_a_field_submits_the_form_whatever_it_says() {
+        let dialog = r#"<hierarchy><node class="android.widget.FrameLayout" enabled="true" bounds="[0,0][1080,2400]"><node class="android.widget.EditText" resource-id="app:id/count" clickable="true" enabled="true" bounds="[0,100][1080,200]"/><node class="android.widget.LinearLayout" enabled="true" bounds="[0,300][1080,400]"><node class="android.widget.Button" text="Cancel" clickable="true" enabled="true" bounds="[0,300][500,400]"/><node class="android.widget.Button" text="Generate" clickable="true" enabled="true" bounds="[500,300][1080,400]"/></node><node class="android.widget.Button" text="Help" clickable="true" enabled="true" bounds="[0,500][1080,600]"/></node></hierarchy>"#;
+        let o = observation("A", dialog);
+        let screen = Screen::of(&o);
+        let roles: Vec<(&str, Rank, bool)> = screen
+            .widgets()
+            .iter()
+            .filter(|w| !w.is_field())
+            .map(|w| (w.label, w.rank, w.control))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("Cancel", Rank::Dismissive, false),
+                ("Generate", Rank::SubmitButton, true),
+                ("Help", Rank::Text, false),
+            ]
+        );
+        assert_eq!(screen.submits(), [screen.widgets()[2].key.clone()]);
+    }
+
+    #[test]
+    fn the_outcome_is_the_last_action_unless_a_screen_passed_earlier_is_reached_again() {
         let click = |w: &str| ActionKey::on(ActionType::Click, w);
         let taken = [
             ("home", click("a")),
@@ -477,9 +621,11 @@ mod tests {
             outcome(taken, |t| &t.0, &reached).map(|(t, stalled)| (t.0, t.1.clone(), stalled))
         }
         assert_eq!(of(&taken, "far"), Some(("page", click("d"), false)));
-        // Back on the menu: the move taken there went nowhere.
-        assert_eq!(of(&taken, "menu"), Some(("menu", click("c"), true)));
+        // Back on the menu, the screen just before the page: the page's button led back there.
+        assert_eq!(of(&taken, "menu"), Some(("page", click("d"), false)));
+        // Back home, further back: the move taken there went nowhere.
         assert_eq!(of(&taken, "home"), Some(("home", click("b"), true)));
+        assert_eq!(of(&taken[..3], "home"), Some(("menu", click("c"), false)));
         assert_eq!(of(&taken[..2], "home"), Some(("home", click("b"), false)));
         assert_eq!(of(&[], "home"), None);
     }

@@ -66,7 +66,7 @@ const SUBMIT: [&str; 22] = [
 ];
 
 /// What kind of action a widget offers, in the order ties are broken (first first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Rank {
     /// A scrollable container's own scroll (or a pager's swipe): rows, pages and often screens
     /// not seen yet, in one step.
@@ -77,8 +77,15 @@ pub enum Rank {
     SubmitButton,
     /// A widget without words (an icon).
     Anonymous,
+    /// An item of a list that shows no view taking touches (see
+    /// [`super::passive_items`]): often handled in code, often not at all.
+    Item,
     /// A switch, check box or radio button: it changes a setting in place, rarely the screen.
     Toggle,
+    /// A scrollable container's other gestures than its main one (scrolling back up, swiping
+    /// a row or a page sideways): a list's rows may be swiped away or open an editor, a pager
+    /// turns the other way.
+    Gesture,
     /// Scrolling a screen that shows a list without a scrollable container.
     ScreenScroll,
     /// "Cancel", "Skip", "Navigate up": leaves the screen before it is explored.
@@ -97,7 +104,9 @@ impl Rank {
             Rank::ListScroll | Rank::Text => 1.0,
             Rank::SubmitButton => 0.9,
             Rank::Anonymous => 0.7,
+            Rank::Item => 0.5,
             Rank::Toggle => 0.4,
+            Rank::Gesture => 0.2,
             Rank::ScreenScroll => 0.35,
             Rank::Risky => 0.25,
             Rank::Dismissive | Rank::Chosen => 0.15,
@@ -106,16 +115,20 @@ impl Rank {
 }
 
 /// The rank of an actionable element on a screen (`has_form`: the screen has editable fields,
-/// which makes submit-like labels a form's submit).
-pub fn rank(elements: &[UiElement], element: &UiElement, has_form: bool) -> Rank {
+/// which makes submit-like labels a form's submit; `after_field`: the element comes after the
+/// form's first field, where its buttons are the form's submits, see [`is_form_button`]).
+pub fn rank(
+    elements: &[UiElement],
+    element: &UiElement,
+    has_form: bool,
+    after_field: bool,
+) -> Rank {
     let label = label_in(elements, element);
     if element.editable {
         Rank::Text
     } else if is_risky(element, label) {
         Rank::Risky
-    } else if label.eq_ignore_ascii_case("back")
-        || DISMISS.iter().any(|p| starts_with_phrase(label, p))
-    {
+    } else if is_dismissive(label) {
         Rank::Dismissive
     } else if matches!(
         primary_action(element),
@@ -132,7 +145,9 @@ pub fn rank(elements: &[UiElement], element: &UiElement, has_form: bool) -> Rank
         Rank::Toggle
     } else if label.is_empty() {
         Rank::Anonymous
-    } else if has_form && is_submit(label) {
+    } else if has_form
+        && (is_submit(label) || (after_field && is_form_button(elements, element, label)))
+    {
         Rank::SubmitButton
     } else {
         Rank::Text
@@ -158,6 +173,31 @@ pub fn shape(elements: &[UiElement], element: &UiElement) -> String {
 /// changes a setting in place.
 fn is_toggle(elements: &[UiElement], element: &UiElement) -> bool {
     element.checkable || descendants(elements, element).any(|e| e.checkable)
+}
+
+/// A button of a button bar (it shares its parent with another button, as a dialog's buttons
+/// do), with words that neither dismiss nor destroy (`label` is its [`label_in`]): after a
+/// form's first field, the form's submit, whatever it says ("Generate", "Reuse characters").
+/// A button is any view class named so but a check box's kin.
+pub fn is_form_button(elements: &[UiElement], element: &UiElement, label: &str) -> bool {
+    let is_button = |e: &UiElement| e.class_name.ends_with("Button") && !e.checkable;
+    let in_bar = element.parent.is_some_and(|parent| {
+        elements.iter().any(|other| {
+            other.parent == Some(parent)
+                && other.element_id != element.element_id
+                && is_button(other)
+                && is_actionable(other)
+        })
+    });
+    is_button(element)
+        && in_bar
+        && !label.is_empty()
+        && !is_dismissive(label)
+        && !is_risky(element, label)
+}
+
+fn is_dismissive(label: &str) -> bool {
+    label.eq_ignore_ascii_case("back") || DISMISS.iter().any(|p| starts_with_phrase(label, p))
 }
 
 /// A label that submits a form ("Sign in", "Continue to payment"), matched by whole words so
@@ -212,6 +252,28 @@ pub fn is_unmarked_list(elements: &[UiElement]) -> bool {
             *count += 1;
             *count >= 3
         })
+}
+
+/// Every gesture a scrollable container takes, its main one ([`primary_action`]) first: a
+/// list scrolls both ways and its rows may be swiped sideways (to delete, to edit), a pager
+/// turns both ways and may hold a list. Nothing for other elements.
+pub fn gestures(element: &UiElement) -> Vec<ActionType> {
+    if !element.scrollable || element.editable || element.clickable || element.checkable {
+        return Vec::new();
+    }
+    let main = primary_action(element);
+    let mut all = vec![main.clone()];
+    all.extend(
+        [
+            ActionType::ScrollDown,
+            ActionType::ScrollUp,
+            ActionType::SwipeLeft,
+            ActionType::SwipeRight,
+        ]
+        .into_iter()
+        .filter(|kind| *kind != main),
+    );
+    all
 }
 
 /// The main action for an element.

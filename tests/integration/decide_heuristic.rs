@@ -545,7 +545,8 @@ fn an_option_tried_on_the_form_filled_is_tried_once_on_the_form_as_found() {
     let mut heuristic = Heuristic::new(0, Credentials::default());
     let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen);
     let empty = new_note_dialog("Label", false);
-    let note = editor("Insert text here");
+    // A note with nothing but its field: once typed into, nothing elsewhere is left untried.
+    let note = with_field_first(buttons("Note", &["Insert text here"]));
     let checklist = buttons("Checklist", &["Add item"]);
     assert_eq!(decide(&empty).0, ["Label", "OK"]);
     assert_eq!(decide(&note).0, ["Insert text here"]);
@@ -868,29 +869,70 @@ fn without_package_or_run_started_the_first_screens_app_is_the_one_under_test() 
     );
 }
 
-#[test]
-fn random_stage_is_seeded() {
+/// The decider and actions of each decision droid-decide writes for three observations of one
+/// screen, with `--decider decider --seed seed`.
+fn three_decisions(decider: &str, seed: &str) -> Vec<(Value, Value)> {
     let input = format!(
         "{}\n{}\n{}\n",
         observation_line(1),
         observation_line(2),
         observation_line(3)
     );
-    let actions = |seed: &str| {
-        let (lines, _, code) = stage(&["--decider", "random", "--seed", seed], &input);
-        assert_eq!(code, Some(0));
-        lines
-            .iter()
-            .filter_map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (v["type"] == "decision").then(|| (v["decider"].clone(), v["actions"].clone()))
-            })
-            .collect::<Vec<_>>()
-    };
+    let (lines, _, code) = stage(&["--decider", decider, "--seed", seed], &input);
+    assert_eq!(code, Some(0));
+    lines
+        .iter()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["type"] == "decision").then(|| (v["decider"].clone(), v["actions"].clone()))
+        })
+        .collect()
+}
+
+#[test]
+fn random_stage_is_seeded() {
+    let actions = |seed: &str| three_decisions("random", seed);
     let first = actions("11");
     assert_eq!(first.len(), 3);
     assert_eq!(first[0].0, "random");
     assert_eq!(first, actions("11"));
+}
+
+#[test]
+fn dfs_stage_is_seeded_and_tries_a_widget_once() {
+    let actions = |seed: &str| three_decisions("dfs", seed);
+    let first = actions("11");
+    assert_eq!(first.len(), 3);
+    assert_eq!(first[0].0, "dfs");
+    assert_eq!(first, actions("11"));
+    // The same screen three times: never the same action twice.
+    let descriptions: std::collections::HashSet<&Value> =
+        first.iter().map(|(_, a)| &a[0]["action_desc"]).collect();
+    assert_eq!(descriptions.len(), 3, "{first:?}");
+}
+
+/// The depth-first baseline against droid-sim: the same seed takes the same actions, it gets
+/// past the launch screen, and a screen whose actions are all tried is backed out of.
+#[test]
+fn dfs_explores_a_bundled_app_and_backs_out_of_exhausted_screens() {
+    let actions = |run: &crate::explore::Run| -> Vec<Vec<Action>> {
+        run.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Decision(d) => Some(d.actions.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let run = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6);
+    let again = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6);
+    assert_eq!(actions(&run), actions(&again));
+    assert!(run.reached.len() >= 5, "{:?}", run.reached);
+    let exhausted = actions(&run)
+        .iter()
+        .filter(|a| a[0].reasoning.as_deref() == Some("every action here is tried"))
+        .count();
+    assert!(exhausted > 0);
 }
 
 #[test]
@@ -908,11 +950,134 @@ fn stage_runs_in_process_over_a_reader_and_a_writer() {
 fn a_short_exploration_finds_every_screen_of_each_bundled_app_and_more_than_random() {
     for name in droid::sim::model::builtin_names() {
         let app = format!("builtin:{name}");
-        let (reached, reachable) = explore(&app, false, 0, 3);
-        let (random, _) = explore(&app, true, 0, 3);
+        let (reached, reachable) = explore(&app, decide::Decider::Heuristic, 0, 3);
+        let (random, _) = explore(&app, decide::Decider::Random, 0, 3);
         assert!(
             reached == reachable && reached > random,
             "{app}: heuristic {reached} of {reachable}, random {random}"
         );
     }
+}
+
+/// The label of the element an action lands on in `screen`: by its ref, else under its point.
+fn landing(screen: &Observation, action: &Action) -> Option<String> {
+    let element = match (action.ref_id, action.point) {
+        (Some(reference), _) => screen.elements.iter().find(|e| e.ref_id == Some(reference)),
+        (None, Some([x, y])) => screen
+            .elements
+            .iter()
+            .find(|e| e.bounds.contains(x as i32, y as i32)),
+        (None, None) => None,
+    };
+    element.map(|e| e.text.clone())
+}
+
+/// A walk that goes astray: a form's "Send" shows the page once after each launch, and
+/// afterwards another screen (the app's state changed), whose "Return" leads home. Each round
+/// takes two decisions (a walk stops before a form's submit): Return, then Send with a blind
+/// tap on one of the page's thirty untried buttons, which lands on the other screen. Nothing
+/// is found, round after round, and no move seems to go nowhere. The heuristic does not go
+/// round like that for more than [`CYCLE_STEPS`](droid::decide::heuristic::CYCLE_STEPS) steps:
+/// the moves of the cycle stop being routes, and it relaunches (where the page shows again)
+/// instead. Without the rule it goes round for dozens of steps.
+#[test]
+fn going_round_a_cycle_without_finding_anything_stops_within_a_few_steps() {
+    let home = with_field_first(buttons("Home", &["Name", "Send", "Help"]));
+    let labels: Vec<String> = (1..=30).map(|i| format!("P{i}")).collect();
+    let page = buttons(
+        "Page",
+        &labels.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let other = buttons("Other", &["Return"]);
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    heuristic.set_package(Some("com.example".into()), Vec::new());
+    let mut opened = false;
+    let mut shown = &home;
+    // Consecutive observations that found nothing (no screen shown first, after a decision
+    // that took no action for the first time on the screen it observed), when the last comes
+    // back to a screen seen in them.
+    let (mut idle, mut longest, mut tried) = (Vec::new(), 0, true);
+    let mut done = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..90 {
+        if seen.insert(shown.activity.clone()) || tried {
+            idle.clear();
+        }
+        if idle.contains(&shown.activity) {
+            longest = longest.max(idle.len());
+        }
+        idle.push(shown.activity.clone());
+        let choice = heuristic.decide(&Screen::of(shown));
+        if choice.note.as_deref() == Some("relaunch: nothing left to explore from here") {
+            // Every button was tried: what is left is the end of the exploration.
+            break;
+        }
+        tried = choice.actions.iter().any(|a| {
+            let first_try = (shown.activity.clone(), a.action_desc.clone());
+            a.screen.is_none() && done.insert(first_try)
+        });
+        for action in &choice.actions {
+            let label = landing(shown, action);
+            shown = match (shown.activity.as_deref(), action.action.clone(), label) {
+                (_, ActionType::Back, _) => &home,
+                (Some("Home"), _, Some(send)) if send == "Send" => {
+                    match std::mem::replace(&mut opened, true) {
+                        false => &page,
+                        true => &other,
+                    }
+                }
+                (Some("Other"), _, Some(_)) => &home,
+                _ => shown,
+            };
+        }
+        if choice.relaunch.is_some() {
+            (shown, opened) = (&home, false);
+        }
+    }
+    // At most CYCLE_STEPS steps round the cycle, then the one that breaks out of it.
+    assert!(
+        (1..=droid::decide::heuristic::CYCLE_STEPS + 1).contains(&longest),
+        "{longest} steps round a cycle"
+    );
+}
+
+/// A submenu whose items close every menu: "Effects" in the overflow menu opens a submenu, and
+/// each effect applies and goes back to the page the menu was opened on. A walk to an untried
+/// effect (the menu, the submenu and the effect in one decision) comes back to the page, a
+/// screen it passed: the first time that may be a move that went nowhere, and the effect is
+/// owed another try; the second time it is what the effect does. Without that, the walk is
+/// taken again after every relaunch, for as long as the run lasts.
+#[test]
+fn an_item_closing_the_menus_it_was_opened_from_is_walked_to_at_most_twice() {
+    let effects = ["Blur", "Smudge", "Emboss", "Shadow"];
+    let page = buttons("Page", &["More options"]);
+    let menu = buttons("Menu", &["Effects"]);
+    let submenu = buttons("Effects", &effects);
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    heuristic.set_package(Some("com.example".into()), Vec::new());
+    let mut shown = &page;
+    let mut taps = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..60 {
+        let choice = heuristic.decide(&Screen::of(shown));
+        for action in &choice.actions {
+            let label = landing(shown, action);
+            if let Some(effect) = label.clone().filter(|l| effects.contains(&l.as_str())) {
+                *taps.entry(effect).or_default() += 1;
+            }
+            shown = match (shown.activity.as_deref(), action.action.clone(), label) {
+                (Some("Page"), ActionType::Back, _) => &page,
+                (Some("Menu"), ActionType::Back, _) => &page,
+                (Some("Effects"), ActionType::Back, _) => &menu,
+                (Some("Page"), _, Some(_)) => &menu,
+                (Some("Menu"), _, Some(_)) => &submenu,
+                (Some("Effects"), _, Some(_)) => &page,
+                _ => shown,
+            };
+        }
+        if choice.relaunch.is_some() {
+            shown = &page;
+        }
+    }
+    assert_eq!(taps.len(), effects.len(), "{taps:?}");
+    assert!(taps.values().all(|&n| n <= 2), "{taps:?}");
 }

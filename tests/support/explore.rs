@@ -1,9 +1,8 @@
-//! The heuristic (or random) exploring an app model against droid-sim through the library's
-//! exploration loop ([`droid::explore::Explorer`]), measured by the simulator's truth log:
-//! shared by the tests and `make bench`/`make coverage`, so the figures in the docs come from
-//! the loop the tests run.
+//! A decider exploring an app model against droid-sim through the library's exploration loop
+//! ([`droid::explore::Explorer`]), measured by the simulator's truth log: shared by the tests and
+//! `make bench`/`make coverage`, so the figures in the docs come from the loop the tests run.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use droid::decide::prompt::PromptSettings;
@@ -13,14 +12,10 @@ use droid::explore::Explorer;
 use droid::sim::model::AppModel;
 use serde_json::Value;
 
-/// Screens of the model reached within `steps_per_screen × reachable` steps (the heuristic
-/// with `seed`, else random), measured with the simulator's truth log: `(reached, reachable)`.
+/// Screens of the model reached within `steps_per_screen × reachable` steps, measured with the
+/// simulator's truth log: `(reached, reachable)`.
 #[allow(dead_code)]
-pub fn explore(app: &str, random: bool, seed: u64, steps_per_screen: u64) -> (usize, usize) {
-    let decider = match random {
-        true => Decider::Random,
-        false => Decider::Heuristic,
-    };
+pub fn explore(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> (usize, usize) {
     let run = run_app(app, decider, seed, steps_per_screen);
     (run.reached.len(), run.reachable.len())
 }
@@ -45,12 +40,54 @@ pub struct Run {
     /// Model screens the device showed that are reachable from the start.
     pub reached: BTreeSet<String>,
     pub reachable: BTreeSet<String>,
+    /// The reachable screens of the app's own package (not a browser or a file picker it
+    /// opens): what `droid-sim --check` counts in its `app_reachable` column.
+    pub own: BTreeSet<String>,
+    /// The step after which the device had shown each screen first (0: at launch), from the
+    /// truth log: screens a walk passed between two captures count too.
+    pub first_shown: BTreeMap<String, u64>,
     /// Every step: its observation and the model screen the device showed when it was captured.
     pub observed: Vec<(Observation, String)>,
     /// Every step's events, in stream order.
     pub events: Vec<droid::events::Event>,
     /// The decider's screen graph at the end, by screen key.
     pub graph: BTreeSet<String>,
+}
+
+#[allow(dead_code)]
+impl Run {
+    /// The screens of the app's own package it reached.
+    pub fn own_reached(&self) -> BTreeSet<&String> {
+        self.own
+            .iter()
+            .filter(|s| self.reached.contains(*s))
+            .collect()
+    }
+
+    /// The first step after which the device had shown `goal` screens of `among`, if it did.
+    pub fn steps_to(&self, among: &BTreeSet<String>, goal: usize) -> Option<u64> {
+        let mut steps: Vec<u64> = among
+            .iter()
+            .filter_map(|s| self.first_shown.get(s).copied())
+            .collect();
+        steps.sort_unstable();
+        match goal {
+            0 => Some(0),
+            goal => steps.get(goal - 1).copied(),
+        }
+    }
+}
+
+/// The reachable screens of an app model's own package.
+pub fn own_screens(app: &str) -> BTreeSet<String> {
+    let model = AppModel::load(app).unwrap();
+    model
+        .reachable()
+        .into_iter()
+        .map(|i| model.screen(i))
+        .filter(|s| s.package == model.package())
+        .map(|s| s.id.clone())
+        .collect()
 }
 
 /// The app model's package, the screens reachable from its start, and the packages of its
@@ -106,19 +143,25 @@ pub fn quick_act() -> droid::act::Config {
     }
 }
 
-/// Explores an app model on a fresh simulator with a long-running decide stage.
+/// Explores an app model on a fresh simulator with a long-running decide stage for
+/// `steps_per_screen` × (reachable screens) steps.
 pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> Run {
     let mut stage = stage_for(app, decider, seed, Vec::new());
     let (_, reachable, _) = model_facts(app);
+    let own = own_screens(app);
     let steps = steps_per_screen * reachable.len() as u64;
     with_sim(app, |explorer, truth| {
         let mut run = Run {
             reached: BTreeSet::new(),
             reachable: reachable.clone(),
+            own: own.clone(),
+            first_shown: BTreeMap::new(),
             observed: Vec::new(),
             events: Vec::new(),
             graph: BTreeSet::new(),
         };
+        let mut read = 0;
+        read = note_shown(truth, read, 0, &mut run.first_shown);
         for step in 1..=steps {
             // Explorer::step's parts, to read what the device showed when it was captured.
             let observation = explorer.observe(step).unwrap();
@@ -139,6 +182,7 @@ pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) ->
                 results,
             };
             run.events.extend(taken.events());
+            read = note_shown(truth, read, step, &mut run.first_shown);
         }
         run.reached = reached(truth, &reachable);
         let graph = stage.heuristic().graph();
@@ -176,6 +220,22 @@ pub fn with_sim<T>(app: &str, f: impl FnOnce(&Explorer, &Path) -> T) -> T {
     };
     let explorer = Explorer::new(&device, capture, quick_act()).unwrap();
     f(&explorer, &truth)
+}
+
+/// Notes the step at which each screen in the truth log's lines after the first `read` was
+/// first shown; returns how many lines were read in all.
+fn note_shown(truth: &Path, read: usize, step: u64, first: &mut BTreeMap<String, u64>) -> usize {
+    let text = std::fs::read_to_string(truth).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for line in &lines[read.min(lines.len())..] {
+        if let Some(screen) = serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|v| v["screen"].as_str().map(str::to_string))
+        {
+            first.entry(screen).or_insert(step);
+        }
+    }
+    lines.len()
 }
 
 /// The model screen the device shows now: the truth log's last screen line.

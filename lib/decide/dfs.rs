@@ -1,0 +1,271 @@
+//! A DroidBot-style depth-first baseline: on each screen, an action it has not taken there yet
+//! (the screen's widgets in an order the seed shuffles once per screen), else back; a relaunch
+//! when the device is still outside the app after a back, or when a back left the screen as it
+//! was. It keeps no graph and never walks to a screen elsewhere: what is left behind a screen
+//! it backed out of stays unexplored, as in DroidBot's depth-first policy.
+
+use std::collections::{HashMap, HashSet};
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::events::{Action, ActionType, Decision, Observation};
+use crate::screen::{action_on, ActionKey, Screen, ScreenKey, BACK, SCROLL};
+
+/// What the depth-first decider types into a field.
+const TEXT: &str = "hello";
+
+/// Consecutive observations outside the app (after a back each) before a relaunch.
+const BACKS_BEFORE_RELAUNCH: u32 = 1;
+
+pub struct DfsDecider {
+    rng: ChaCha8Rng,
+    package: Option<String>,
+    allowed_packages: Vec<String>,
+    /// Each screen's actions in the order they are tried (shuffled by the seed when the screen
+    /// is first seen; back is not among them).
+    order: HashMap<ScreenKey, Vec<ActionKey>>,
+    /// The actions taken on each screen.
+    tried: HashMap<ScreenKey, HashSet<ActionKey>>,
+    /// The screen observed last, and whether the decision on it was a back.
+    last: Option<(ScreenKey, bool)>,
+    /// The current observation: its screen, and why the app is relaunched (outside the app
+    /// after a back, or a back that changed nothing).
+    current: Option<(ScreenKey, Option<String>)>,
+    foreign_steps: u32,
+}
+
+impl DfsDecider {
+    pub fn new(seed: u64) -> DfsDecider {
+        DfsDecider {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            package: None,
+            allowed_packages: Vec::new(),
+            order: HashMap::new(),
+            tried: HashMap::new(),
+            last: None,
+            current: None,
+            foreign_steps: 0,
+        }
+    }
+
+    /// The app under test (relaunched when the device leaves it) and the other packages the
+    /// exploration may enter.
+    pub fn set_package(&mut self, package: Option<String>, allowed: Vec<String>) {
+        self.package = package;
+        self.allowed_packages = allowed;
+    }
+
+    fn is_foreign(&self, observation: &Observation) -> bool {
+        match (&self.package, &observation.package) {
+            (Some(app), Some(package)) => {
+                package != app && !self.allowed_packages.contains(package)
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes in an observation: a screen seen for the first time gets its order of actions,
+    /// and whether the app must be relaunched is settled.
+    pub fn observe(&mut self, observation: &Observation) {
+        let shown = Screen::of(observation);
+        let key = shown.key().clone();
+        if !self.order.contains_key(&key) {
+            let mut actions: Vec<ActionKey> =
+                shown.widgets().iter().map(|w| w.key.clone()).collect();
+            if shown.offers_screen_scroll() {
+                actions.push(SCROLL.clone());
+            }
+            actions.shuffle(&mut self.rng);
+            self.order.insert(key.clone(), actions);
+        }
+        let relaunch = match self.is_foreign(observation) {
+            true => {
+                self.foreign_steps += 1;
+                (self.foreign_steps > BACKS_BEFORE_RELAUNCH)
+                    .then(|| "still outside the app after going back".to_string())
+            }
+            false => {
+                self.foreign_steps = 0;
+                let unmoved = matches!(&self.last, Some((last, true)) if *last == key);
+                unmoved.then(|| "back left the screen as it was".to_string())
+            }
+        };
+        self.current = Some((key, relaunch));
+    }
+
+    /// The decision for the observation taken in last: a relaunch, its first untried action,
+    /// else back. Changes nothing (see [`DfsDecider::learn`]).
+    pub fn choose(&self, observation: &Observation) -> Decision {
+        let Some((key, relaunch)) = &self.current else {
+            return Decision::new(vec![back("nothing observed yet")]);
+        };
+        if let Some(why) = relaunch {
+            let package = self.package.clone().unwrap_or_default();
+            let mut decision = Decision::new(vec![super::relaunch_action(&package, why)]);
+            decision.relaunch = Some(package);
+            return decision;
+        }
+        if self.is_foreign(observation) {
+            return Decision::new(vec![back("outside the app under test")]);
+        }
+        let tried = self.tried.get(key);
+        let untried = self.order.get(key).and_then(|order| {
+            order
+                .iter()
+                .find(|action| tried.is_none_or(|tried| !tried.contains(*action)))
+        });
+        let shown = Screen::of(observation);
+        let action = untried.and_then(|key| act(&shown, key));
+        Decision::new(vec![
+            action.unwrap_or_else(|| back("every action here is tried"))
+        ])
+    }
+
+    /// Takes in the decision made on the observation taken in last (by this decider or anyone
+    /// else): its actions count as taken there.
+    pub fn learn(&mut self, observation: &Observation, decision: &Decision) {
+        let Some((key, _)) = self.current.take() else {
+            return;
+        };
+        let shown = Screen::of(observation);
+        let tried = self.tried.entry(key.clone()).or_default();
+        for action in &decision.actions {
+            if let Some(action_key) = shown.key_of(action) {
+                tried.insert(action_key);
+            }
+        }
+        if decision.relaunch.is_some() {
+            self.foreign_steps = 0;
+        }
+        let backed = decision.relaunch.is_none()
+            && decision
+                .actions
+                .last()
+                .is_some_and(|a| a.action == ActionType::Back);
+        self.last = Some((key, backed));
+    }
+
+    /// Observes, chooses and takes the choice in.
+    pub fn decide(&mut self, observation: &Observation) -> Decision {
+        self.observe(observation);
+        let decision = self.choose(observation);
+        self.learn(observation, &decision);
+        decision
+    }
+}
+
+/// The action `key` names on this screen.
+fn act(shown: &Screen, key: &ActionKey) -> Option<Action> {
+    let why = "untried on this screen";
+    if *key == SCROLL {
+        let mut action = Action::new(ActionType::ScrollDown);
+        action.action_desc = Some("scroll the screen down".into());
+        action.reasoning = Some(why.into());
+        return Some(action);
+    }
+    if *key == BACK {
+        return Some(back(why));
+    }
+    let widget = shown.widget(key)?;
+    let mut action = action_on(shown.elements(), widget.element, key.kind.clone(), why);
+    if key.kind == ActionType::Input {
+        action.input_text = Some(TEXT.into());
+    }
+    Some(action)
+}
+
+fn back(why: &str) -> Action {
+    let mut action = Action::new(ActionType::Back);
+    action.action_desc = Some("press back".into());
+    action.reasoning = Some(why.into());
+    action
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::{Bounds, UiElement};
+
+    fn button(id: u32, text: &str, y: i32) -> UiElement {
+        UiElement {
+            element_id: id,
+            class_name: "android.widget.Button".into(),
+            text: text.into(),
+            clickable: true,
+            enabled: true,
+            bounds: Bounds::from([0, y, 100, y + 50]),
+            ..UiElement::default()
+        }
+    }
+
+    fn screen(package: &str, labels: &[&str]) -> Observation {
+        let mut observation = Observation {
+            package: Some(package.into()),
+            activity: Some(format!("{package}.Main")),
+            ..Observation::default()
+        };
+        observation.elements = labels
+            .iter()
+            .enumerate()
+            .map(|(i, label)| button(i as u32, label, 100 * i as i32))
+            .collect();
+        observation
+    }
+
+    fn labels(decisions: &[Decision]) -> Vec<String> {
+        decisions
+            .iter()
+            .map(|d| d.actions[0].action_desc.clone().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn every_widget_once_then_back_then_a_relaunch_when_back_changes_nothing() {
+        let mut dfs = DfsDecider::new(1);
+        dfs.set_package(Some("app".into()), Vec::new());
+        let home = screen("app", &["One", "Two", "Three"]);
+        let mut decisions = Vec::new();
+        while decisions.len() < 10 {
+            let decision = dfs.decide(&home);
+            let backed = decision.actions[0].action == ActionType::Back;
+            decisions.push(decision);
+            if backed {
+                break;
+            }
+        }
+        let (last, tried) = decisions.split_last().unwrap();
+        assert_eq!(last.actions[0].action, ActionType::Back);
+        let clicked: Vec<String> = labels(tried)
+            .into_iter()
+            .filter(|label| label.starts_with("click"))
+            .collect();
+        let unique: HashSet<&String> = clicked.iter().collect();
+        assert_eq!((clicked.len(), unique.len()), (3, 3), "{clicked:?}");
+        assert_eq!(dfs.decide(&home).relaunch.as_deref(), Some("app"));
+    }
+
+    #[test]
+    fn outside_the_app_a_back_then_a_relaunch() {
+        let mut dfs = DfsDecider::new(0);
+        dfs.set_package(Some("app".into()), Vec::new());
+        let browser = screen("browser", &["Url"]);
+        assert_eq!(dfs.decide(&browser).actions[0].action, ActionType::Back);
+        assert_eq!(dfs.decide(&browser).relaunch.as_deref(), Some("app"));
+        dfs.set_package(Some("app".into()), vec!["browser".into()]);
+        assert_eq!(dfs.decide(&browser).actions[0].action, ActionType::Click);
+    }
+
+    #[test]
+    fn the_seed_orders_the_widgets_and_the_same_seed_repeats_itself() {
+        let home = screen("app", &["A", "B", "C", "D", "E", "F"]);
+        let run = |seed| {
+            let mut dfs = DfsDecider::new(seed);
+            dfs.set_package(Some("app".into()), Vec::new());
+            labels(&(0..6).map(|_| dfs.decide(&home)).collect::<Vec<_>>())
+        };
+        assert_eq!(run(3), run(3));
+        assert_ne!(run(3), run(4));
+    }
+}
