@@ -30,7 +30,7 @@ schema: ## Regenerate docs/events.schema.json from the event types
 bench: ## Performance numbers (medians) into BENCH.md and bench.json, see docs/benchmarks.md
 	set -o pipefail; $(CARGO) bench $(CARGO_FLAGS) --bench bench -- --json=bench.json | tee BENCH.md
 
-coverage: ## Screens each decider reaches on every app model, and identity rules against the truth (tables on stdout; minutes)
+coverage: ## Screens each decider reaches on every app model, and identity rules against the truth (tables on stdout; about 6 minutes)
 	$(CARGO) bench $(CARGO_FLAGS) --bench bench -- coverage identity
 
 FUZZ_SECONDS ?= 60
