@@ -2,7 +2,9 @@
 //! (the screen's widgets in an order the seed shuffles once per screen), else back; a relaunch
 //! when the device is still outside the app after a back, or when a back left the screen as it
 //! was. It keeps no graph and never walks to a screen elsewhere: what is left behind a screen
-//! it backed out of stays unexplored, as in DroidBot's depth-first policy.
+//! it backed out of stays unexplored, as in DroidBot's depth-first policy. As DroidBot does,
+//! after [`MAX_RESTARTS`] relaunches that found no new screen it takes a random action of an
+//! exhausted screen instead of backing out of it, until a new screen shows.
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,6 +21,11 @@ const TEXT: &str = "hello";
 /// Consecutive observations outside the app (after a back each) before a relaunch.
 const BACKS_BEFORE_RELAUNCH: u32 = 1;
 
+/// Relaunches without a new screen after which an exhausted screen gets a random action rather
+/// than a back (DroidBot's `MAX_NUM_RESTARTS`): otherwise an app whose launch screen is
+/// exhausted is left and relaunched for the rest of the budget.
+pub const MAX_RESTARTS: u32 = 5;
+
 pub struct DfsDecider {
     rng: ChaCha8Rng,
     package: Option<String>,
@@ -30,10 +37,13 @@ pub struct DfsDecider {
     tried: HashMap<ScreenKey, HashSet<ActionKey>>,
     /// The screen observed last, and whether the decision on it was a back.
     last: Option<(ScreenKey, bool)>,
-    /// The current observation: its screen, and why the app is relaunched (outside the app
-    /// after a back, or a back that changed nothing).
-    current: Option<(ScreenKey, Option<String>)>,
+    /// The current observation: its screen, why the app is relaunched (outside the app after
+    /// a back, or a back that changed nothing), and the random action drawn for it when every
+    /// action there is tried and relaunches stopped finding anything.
+    current: Option<(ScreenKey, Option<String>, Option<ActionKey>)>,
     foreign_steps: u32,
+    /// Relaunches since a screen was last seen for the first time.
+    fruitless_relaunches: u32,
 }
 
 impl DfsDecider {
@@ -47,6 +57,7 @@ impl DfsDecider {
             last: None,
             current: None,
             foreign_steps: 0,
+            fruitless_relaunches: 0,
         }
     }
 
@@ -72,6 +83,7 @@ impl DfsDecider {
         let shown = Screen::of(observation);
         let key = shown.key().clone();
         if !self.order.contains_key(&key) {
+            self.fruitless_relaunches = 0;
             let mut actions: Vec<ActionKey> =
                 shown.widgets().iter().map(|w| w.key.clone()).collect();
             if shown.offers_screen_scroll() {
@@ -92,13 +104,32 @@ impl DfsDecider {
                 unmoved.then(|| "back left the screen as it was".to_string())
             }
         };
-        self.current = Some((key, relaunch));
+        let exhausted = self.untried(&key).is_none();
+        let random = (exhausted && self.fruitless_relaunches >= MAX_RESTARTS)
+            .then(|| {
+                let mut actions = self.order.get(&key).cloned().unwrap_or_default();
+                actions.push(BACK.clone());
+                actions.choose(&mut self.rng).cloned()
+            })
+            .flatten();
+        self.current = Some((key, relaunch, random));
+    }
+
+    /// The first action of the screen's order not taken there yet.
+    fn untried(&self, key: &ScreenKey) -> Option<&ActionKey> {
+        let tried = self.tried.get(key);
+        self.order.get(key).and_then(|order| {
+            order
+                .iter()
+                .find(|action| tried.is_none_or(|tried| !tried.contains(*action)))
+        })
     }
 
     /// The decision for the observation taken in last: a relaunch, its first untried action,
-    /// else back. Changes nothing (see [`DfsDecider::learn`]).
+    /// else back (or the random action drawn for it, see [`MAX_RESTARTS`]). Changes nothing
+    /// (see [`DfsDecider::learn`]).
     pub fn choose(&self, observation: &Observation) -> Decision {
-        let Some((key, relaunch)) = &self.current else {
+        let Some((key, relaunch, random)) = &self.current else {
             return Decision::new(vec![back("nothing observed yet")]);
         };
         if let Some(why) = relaunch {
@@ -110,14 +141,16 @@ impl DfsDecider {
         if self.is_foreign(observation) {
             return Decision::new(vec![back("outside the app under test")]);
         }
-        let tried = self.tried.get(key);
-        let untried = self.order.get(key).and_then(|order| {
-            order
-                .iter()
-                .find(|action| tried.is_none_or(|tried| !tried.contains(*action)))
-        });
         let shown = Screen::of(observation);
-        let action = untried.and_then(|key| act(&shown, key));
+        let action = match (self.untried(key), random) {
+            (Some(untried), _) => act(&shown, untried, "untried on this screen"),
+            (None, Some(random)) => act(
+                &shown,
+                random,
+                "every action here is tried and relaunching finds nothing new: a random one",
+            ),
+            (None, None) => None,
+        };
         Decision::new(vec![
             action.unwrap_or_else(|| back("every action here is tried"))
         ])
@@ -126,7 +159,7 @@ impl DfsDecider {
     /// Takes in the decision made on the observation taken in last (by this decider or anyone
     /// else): its actions count as taken there.
     pub fn learn(&mut self, observation: &Observation, decision: &Decision) {
-        let Some((key, _)) = self.current.take() else {
+        let Some((key, _, _)) = self.current.take() else {
             return;
         };
         let shown = Screen::of(observation);
@@ -138,6 +171,7 @@ impl DfsDecider {
         }
         if decision.relaunch.is_some() {
             self.foreign_steps = 0;
+            self.fruitless_relaunches += 1;
         }
         let backed = decision.relaunch.is_none()
             && decision
@@ -157,8 +191,7 @@ impl DfsDecider {
 }
 
 /// The action `key` names on this screen.
-fn act(shown: &Screen, key: &ActionKey) -> Option<Action> {
-    let why = "untried on this screen";
+fn act(shown: &Screen, key: &ActionKey, why: &str) -> Option<Action> {
     if *key == SCROLL {
         let mut action = Action::new(ActionType::ScrollDown);
         action.action_desc = Some("scroll the screen down".into());
@@ -244,6 +277,37 @@ mod tests {
         let unique: HashSet<&String> = clicked.iter().collect();
         assert_eq!((clicked.len(), unique.len()), (3, 3), "{clicked:?}");
         assert_eq!(dfs.decide(&home).relaunch.as_deref(), Some("app"));
+    }
+
+    #[test]
+    fn after_relaunches_that_find_nothing_an_exhausted_screen_gets_random_actions() {
+        let mut dfs = DfsDecider::new(2);
+        dfs.set_package(Some("app".into()), Vec::new());
+        let home = screen("app", &["One", "Two"]);
+        let mut relaunches = 0;
+        let mut after = Vec::new();
+        for _ in 0..40 {
+            let decision = dfs.decide(&home);
+            match (decision.relaunch.is_some(), relaunches >= MAX_RESTARTS) {
+                (true, _) => relaunches += 1,
+                (false, true) => after.push(decision),
+                (false, false) => {}
+            }
+        }
+        // Back on the exhausted home screen changes nothing: relaunch after relaunch, then
+        // random actions of the screen (its buttons and back), never only backs.
+        assert!(relaunches >= MAX_RESTARTS, "{relaunches}");
+        let clicks = labels(&after)
+            .into_iter()
+            .filter(|label| label.starts_with("click"))
+            .count();
+        assert!(clicks > 0 && !after.is_empty(), "{:?}", labels(&after));
+        // A new screen ends the random mode: its own actions come first.
+        let other = screen("app", &["Three"]);
+        assert_eq!(
+            labels(&[dfs.decide(&other)]),
+            [String::from("click Button \"Three\"")]
+        );
     }
 
     #[test]
