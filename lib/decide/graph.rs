@@ -24,6 +24,9 @@ struct Node {
     /// The form's controls (its submits and options, see [`crate::screen::Widget::control`]).
     controls: BTreeSet<ActionKey>,
     tried: BTreeSet<ActionKey>,
+    /// The actions not tried: `actions` but `tried`, kept so that a search over many explored
+    /// screens does not look through each one's actions.
+    untried: BTreeMap<ActionKey, Rank>,
     /// Learned edges: action → target screen → times seen.
     edges: BTreeMap<ActionKey, BTreeMap<ScreenId, u32>>,
     visits: u32,
@@ -49,6 +52,21 @@ struct Node {
 }
 
 impl Node {
+    /// An action seen on this screen (its first rank stays).
+    fn add_action(&mut self, key: &ActionKey, rank: Rank) {
+        if !self.actions.contains_key(key) {
+            self.actions.insert(key.clone(), rank);
+            if !self.tried.contains(key) {
+                self.untried.insert(key.clone(), rank);
+            }
+        }
+    }
+
+    fn set_tried(&mut self, key: &ActionKey) {
+        self.tried.insert(key.clone());
+        self.untried.remove(key);
+    }
+
     /// How likely an untried action here is to show a new screen, from what the tried ones
     /// showed (Laplace's rule: a half for a screen with no outcome yet).
     fn productivity(&self) -> f64 {
@@ -331,6 +349,7 @@ impl Graph {
                     kinds: BTreeMap::new(),
                     controls: BTreeSet::new(),
                     tried: BTreeSet::new(),
+                    untried: BTreeMap::new(),
                     edges: BTreeMap::new(),
                     visits: 0,
                     outside: false,
@@ -350,10 +369,7 @@ impl Graph {
         screen.visits += 1;
         let known = screen.actions.len();
         for widget in shown.widgets() {
-            screen
-                .actions
-                .entry(widget.key.clone())
-                .or_insert(widget.rank);
+            screen.add_action(&widget.key, widget.rank);
             let place = Place {
                 bounds: widget.element.bounds,
                 label: widget.label.to_string(),
@@ -367,10 +383,7 @@ impl Graph {
             }
         }
         if shown.offers_screen_scroll() {
-            screen
-                .actions
-                .entry(SCROLL.clone())
-                .or_insert(Rank::ScreenScroll);
+            screen.add_action(&SCROLL, Rank::ScreenScroll);
         }
         if screen.actions.len() != known {
             self.sibling_cache
@@ -450,7 +463,7 @@ impl Graph {
 
     pub fn mark_tried(&mut self, screen: ScreenId, key: &ActionKey) {
         if let Some(screen) = self.screens.get_mut(screen) {
-            screen.tried.insert(key.clone());
+            screen.set_tried(key);
         }
     }
 
@@ -458,6 +471,9 @@ impl Graph {
     pub fn mark_untried(&mut self, screen: ScreenId, key: &ActionKey) {
         if let Some(screen) = self.screens.get_mut(screen) {
             screen.tried.remove(key);
+            if let Some(&rank) = screen.actions.get(key) {
+                screen.untried.insert(key.clone(), rank);
+            }
         }
     }
 
@@ -489,7 +505,7 @@ impl Graph {
         let Some(screen) = self.screens.get_mut(from) else {
             return;
         };
-        screen.tried.insert(key.clone());
+        screen.set_tried(key);
         let targets = screen.edges.entry(key.clone()).or_default();
         if targets.is_empty() {
             if !typed_state {
@@ -681,11 +697,22 @@ impl Graph {
     /// The best untried action on a screen and its promise (ties broken by rank), but for
     /// those in `skip`.
     fn best_untried(&self, id: ScreenId, skip: &BTreeSet<ActionKey>) -> Option<(ActionKey, f64)> {
-        self.untried(id)
-            .into_iter()
-            .filter(|(key, _, _)| !skip.contains(key))
-            .min_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)))
-            .map(|(key, promise, _)| (key, promise))
+        let screen = self.screens.get(id)?;
+        let mut best: Option<(&ActionKey, f64, Rank)> = None;
+        for (key, &rank) in &screen.untried {
+            if skip.contains(key) {
+                continue;
+            }
+            let promise = self.promise(id, key, rank);
+            // The first of equals stays.
+            let better = best.is_none_or(|(_, best_promise, best_rank)| {
+                promise > best_promise || (promise == best_promise && rank < best_rank)
+            });
+            if better {
+                best = Some((key, promise, rank));
+            }
+        }
+        best.map(|(key, promise, _)| (key.clone(), promise))
     }
 
     /// The untried actions on a screen, with their [`Graph::promise`] and rank.
@@ -694,9 +721,8 @@ impl Graph {
             return Vec::new();
         };
         screen
-            .actions
+            .untried
             .iter()
-            .filter(|(key, _)| !screen.tried.contains(*key))
             .map(|(key, &rank)| (key.clone(), self.promise(id, key, rank), rank))
             .collect()
     }
