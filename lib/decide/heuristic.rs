@@ -974,7 +974,7 @@ impl Heuristic {
 
     /// Test credentials for e-mail, user name and password fields, plausible text otherwise.
     fn text_for(&self, element: &UiElement) -> String {
-        // The id's entry name only: the package part ("simplemobiletools") is no hint.
+        // The id's entry name only: the package part (`com.example.mail:id/...`) is no hint.
         let id = element.resource_id.rsplit('/').next().unwrap_or_default();
         let words = format!(
             "{id} {} {} {}",
