@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use droid::config::{self, ConfigCommand, UserConfig};
+use droid::config::ConfigCommand;
 use droid::crawl::{self, cli::CrawlArgs, control};
 use droid::decide::cli::{DeciderArgs, ENVIRONMENT};
 use droid::device::{cli::DeviceArgs, AdbDevice, DeviceConfig, ScreenshotMode};
@@ -127,16 +127,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Stop(target)) => (control::Command::Stop, target),
         Some(Command::Mobsf(mobsf)) => return analyse(mobsf),
         Some(Command::Config { config_db, command }) => {
-            let path = config_db.unwrap_or_else(config::default_path_from_env);
-            let output = command.run(&mut UserConfig::open(&path)?, io::stdin().lock())?;
-            output
-                .lines
-                .iter()
-                .try_for_each(|l| writeln!(io::stdout(), "{l}"))?;
-            return match output.missing {
-                Some(missing) => bail!("{missing}"),
-                None => Ok(ExitCode::SUCCESS),
-            };
+            return common::configure("droid-crawl", config_db, command)
         }
         None => {
             return crawl(

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use droid::config::{self, UserConfig};
+use droid::config;
 use droid::store::{RunSummary, Store};
 
 #[derive(Parser)]
@@ -86,9 +86,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<ExitCode> {
     if let Some(Command::Config { config_db, action }) = args.command {
-        let path = config_db.unwrap_or_else(config::default_path_from_env);
-        let user = UserConfig::open(&path)?;
-        return configure(user, action);
+        return common::configure("droid-record", config_db, action);
     }
     // Recording creates the database; every subcommand needs one that exists.
     let store = match args.command {
@@ -153,21 +151,6 @@ fn run(args: Args) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn configure(mut user: UserConfig, command: config::ConfigCommand) -> Result<ExitCode> {
-    let output = command.run(&mut user, io::stdin().lock())?;
-    let mut out = io::stdout().lock();
-    for line in &output.lines {
-        writeln!(out, "{line}")?;
-    }
-    Ok(match output.missing {
-        Some(missing) => {
-            eprintln!("droid-record: {missing}");
-            ExitCode::from(1)
-        }
-        None => ExitCode::SUCCESS,
-    })
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! What every droid binary's `main` shares: how a run ends.
 
-use std::io;
+use std::io::{self, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use droid::config::{self, ConfigCommand, UserConfig};
 use droid::filter::{self, Filter};
 
 pub mod console;
@@ -45,5 +47,28 @@ pub fn filter<F: Filter>(bin: &str, stage: &mut F, strict: bool) -> anyhow::Resu
     Ok(match outcome.failed() {
         true => ExitCode::from(1),
         false => ExitCode::SUCCESS,
+    })
+}
+
+#[allow(dead_code)] // Only droid-crawl and droid-record have a `config` subcommand.
+/// `BIN config ...` on user_config.db (`config_db`, else the default place): its lines on
+/// stdout; a key that is not set is said on stderr, exit 1.
+pub fn configure(
+    bin: &str,
+    config_db: Option<PathBuf>,
+    command: ConfigCommand,
+) -> anyhow::Result<ExitCode> {
+    let path = config_db.unwrap_or_else(config::default_path_from_env);
+    let output = command.run(&mut UserConfig::open(&path)?, io::stdin().lock())?;
+    let mut out = io::stdout().lock();
+    for line in &output.lines {
+        writeln!(out, "{line}")?;
+    }
+    Ok(match output.missing {
+        Some(missing) => {
+            eprintln!("{bin}: {missing}");
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
     })
 }
