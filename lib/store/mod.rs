@@ -130,12 +130,16 @@ impl Store {
         }
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        // Only takes effect on a file not written yet, so before anything else.
-        conn.execute_batch(&format!("PRAGMA page_size={NEW_PAGE_SIZE}"))
-            .map_err(open_err)?;
-        // journal_mode answers with a row, so it is read rather than executed.
-        conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
-            .map_err(open_err)?;
+        // Only takes effect on a file not written yet, so before anything else. Switching a
+        // new file to WAL needs it to itself: when the stages of a pipe open it at the same
+        // moment, SQLite answers busy at once (no busy handler for a deadlock it foresees), so
+        // that is retried.
+        with_lock_retry(|| {
+            conn.execute_batch(&format!("PRAGMA page_size={NEW_PAGE_SIZE}"))?;
+            // journal_mode answers with a row, so it is read rather than executed.
+            conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+        })
+        .map_err(open_err)?;
         // A 16 MiB page cache (default 2 MiB) keeps a group of steps and the hot index pages
         // in memory instead of spilling and re-reading them. Statement journals in memory:
         // on disk (/var/tmp) they were 27 MB written per 10 000 steps ingested.
