@@ -15,7 +15,7 @@ use droid::config::ConfigCommand;
 use droid::crawl::{self, cli::CrawlArgs, control};
 use droid::decide::cli::{DeciderArgs, ENVIRONMENT};
 use droid::device::{cli::DeviceArgs, AdbDevice, DeviceConfig, ScreenshotMode};
-use droid::sim::{model::AppModel, Sim};
+use droid::sim::Sim;
 use droid::store::Store;
 
 const EXAMPLES: &str = "Examples:
@@ -183,8 +183,7 @@ fn analyse(args: MobsfArgs) -> anyhow::Result<ExitCode> {
             "{}",
             droid::events::Event::Note(note.clone()).to_line()
         )?;
-        let error = note.data.as_ref().and_then(|d| d.get("error"));
-        failed |= note.kind == droid::events::NoteKind::Artifact && error.is_some();
+        failed |= droid::integrations::artifact_failed(&note);
         let message = note.message.unwrap_or_default();
         eprintln!("droid-crawl: {}", droid::terminal::clean(&message));
     }
@@ -214,8 +213,7 @@ fn crawl(
     let sim = args.sim_config().map(Sim::start).transpose()?;
     let (package, device) = match (&sim, &args.package) {
         (Some(sim), package) => {
-            let model = AppModel::load(&args.sim.clone().unwrap_or_default())?;
-            let package = package.clone().unwrap_or_else(|| model.package().into());
+            let package = package.clone().unwrap_or_else(|| sim.package().into());
             let mut config = DeviceConfig::loopback(sim.port(), sim.serial());
             device.apply_waits(&mut config.server);
             (package, config)

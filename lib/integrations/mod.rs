@@ -137,6 +137,16 @@ pub fn artifact_note(name: &str, message: String, fields: Value) -> Note {
     }
 }
 
+/// Whether `note` is an [`artifact_note`] saying its integration failed (its `data` holds an
+/// `error`).
+pub fn artifact_failed(note: &Note) -> bool {
+    note.kind == NoteKind::Artifact
+        && note
+            .data
+            .as_ref()
+            .is_some_and(|data| data.get("error").is_some())
+}
+
 /// A note of kind `warning` from an integration: `data` is `{"integration": NAME, "error": ...}`.
 pub fn warning_note(name: &str, error: &str) -> Note {
     Note {
@@ -187,4 +197,18 @@ fn long_connection(device: &AdbClient, timeout: std::time::Duration) -> Result<A
         ..device.server().config().clone()
     };
     Ok(AdbClient::connect(config, Some(device.serial()))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_artifact_note_with_an_error_says_its_integration_failed() {
+        let failed = artifact_note("mobsf", "no scan".into(), json!({"error": "HTTP 500"}));
+        let done = artifact_note("mobsf", "scanned".into(), json!({"files": ["r.json"]}));
+        assert!(artifact_failed(&failed));
+        assert!(!artifact_failed(&done));
+        assert!(!artifact_failed(&warning_note("mobsf", "down")));
+    }
 }

@@ -130,6 +130,7 @@ impl Sim {
             return Err(SimError::BadSerial(config.serial));
         }
         let model = AppModel::load(&config.app)?;
+        let package = model.package().to_string();
         let faults = Faults::new(&config.faults);
         if let Some(screen) = faults.anr_screen() {
             if !model.screens().iter().any(|s| s.id == screen) {
@@ -164,6 +165,7 @@ impl Sim {
         let shared = Arc::new(Shared {
             device: Device::new(world, faults, config.latency, config.serial.clone()),
             serial: config.serial.clone(),
+            package,
             port,
             stopping: AtomicBool::new(false),
             stopped: (Mutex::new(false), Condvar::new()),
@@ -209,6 +211,11 @@ impl SimHandle {
         &self.shared.serial
     }
 
+    /// The package of the app model it serves.
+    pub fn package(&self) -> &str {
+        &self.shared.package
+    }
+
     /// When the device was busy running commands (see [`Device::busy_periods`]): what a
     /// client's own overhead is measured against.
     pub fn busy_periods(&self) -> Vec<(std::time::Instant, std::time::Instant)> {
@@ -238,6 +245,7 @@ impl Drop for SimHandle {
 struct Shared {
     device: Device,
     serial: String,
+    package: String,
     port: u16,
     stopping: AtomicBool,
     stopped: (Mutex<bool>, Condvar),
