@@ -22,8 +22,9 @@ use serde_json::{Map, Value};
 (dHash, 64 bits); with --xml a uiautomator dump it prints {\"layout_hash\":\"<64 hex digits>\"} \
 (sha256 of the hierarchy without volatile attributes: focus, selection, checked, typed text, \
 scroll offsets). With no file it filters the event stream: every observation gets a `hash` \
-object (layout_hash, structure_hash, phash, screen_key = activity|phash), every other line passes \
-through untouched. Same activity and distance <= 5 means the same screen.",
+object (layout_hash, structure_hash, phash, and screen_key: the screen's identity as the deciders \
+and crawler.db know it, from the activity and the widgets' actions), every other line passes \
+through untouched. `distance` counts the bits two perceptual hashes differ in.",
     after_help = "Examples:
   droid-hash shot.png
   droid-hash --xml window_dump.xml --structure

@@ -130,7 +130,8 @@ pub struct ScreenHash {
     /// 64-bit perceptual hash of the screenshot, 16 hex digits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phash: Option<String>,
-    /// `activity|phash`: the composite screen key.
+    /// The screen's identity (`activity|w:…` or `activity|l:…`), as the deciders and
+    /// crawler.db know it (see `crate::screen::ScreenKey`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screen_key: Option<String>,
     /// sha256 of the structure only (classes, ids, nesting), 64 hex digits: a second key that

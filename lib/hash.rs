@@ -223,11 +223,6 @@ pub fn parse_phash(text: &str) -> Result<u64, HashError> {
     u64::from_str_radix(digits, 16).map_err(|_| HashError::BadPhash(text.to_string()))
 }
 
-/// The composite screen key `activity|phash`.
-pub fn screen_key(activity: &str, phash: u64) -> String {
-    format!("{activity}|{}", format_phash(phash))
-}
-
 /// The droid-hash stage: adds `hash` to every observation (layout and structure hash from `xml`
 /// or `xml_path`, perceptual hash from `screenshot_path`, screen key when there is a perceptual
 /// hash), passes every other line through untouched and in order. What cannot be hashed is
@@ -293,17 +288,17 @@ pub fn enrich_from(
         };
         match phash {
             Ok(phash) => {
-                let activity = observation
-                    .activity
-                    .as_deref()
-                    .or(observation.package.as_deref())
-                    .unwrap_or_default();
                 hash.phash = Some(format_phash(phash));
-                hash.screen_key = Some(screen_key(activity, phash));
             }
             Err(e) => problems.push(format!("no perceptual hash for {path}: {e}")),
         }
     }
+    // The screen's identity, as the deciders and crawler.db know it (one rule: lib/screen).
+    hash.screen_key = Some(
+        crate::screen::ScreenKey::of(observation)
+            .as_str()
+            .to_string(),
+    );
     observation.hash = Some(hash);
     problems
 }
@@ -374,7 +369,6 @@ mod tests {
         assert_eq!(parse_phash("0x00000000000000ff").unwrap(), 255);
         assert!(parse_phash("abc").is_err());
         assert!(parse_phash("zzzzzzzzzzzzzzzz").is_err());
-        assert_eq!(screen_key(".Main", 255), ".Main|00000000000000ff");
     }
 
     #[test]

@@ -381,9 +381,10 @@ fn filter_enriches_observations_and_passes_the_rest_through() {
         .unwrap()
         .to_string();
     assert_eq!(h.phash.as_deref(), Some(phash.as_str()));
+    // The screen's identity as the deciders and crawler.db know it, not a picture's.
     assert_eq!(
         h.screen_key.as_deref(),
-        Some(format!("com.safeum.android/.Login|{phash}").as_str())
+        Some(droid::screen::ScreenKey::of(o).as_str())
     );
     // Everything droid-capture wrote is still there.
     assert_eq!(o.elements.len(), 26);
@@ -406,7 +407,12 @@ fn filter_with_a_missing_screenshot_notes_it_and_keeps_the_layout_hash() {
     let o = &observations(&out.stdout)[0];
     let h = o.hash.as_ref().unwrap();
     assert!(h.layout_hash.is_some());
-    assert!(h.phash.is_none() && h.screen_key.is_none());
+    assert!(h.phash.is_none());
+    // Identity comes from the hierarchy: a lost screenshot does not lose it.
+    assert_eq!(
+        h.screen_key.as_deref(),
+        Some(droid::screen::ScreenKey::of(o).as_str())
+    );
 }
 
 #[test]
