@@ -185,7 +185,7 @@ fn analyse(args: MobsfArgs) -> anyhow::Result<ExitCode> {
         )?;
         failed |= droid::integrations::artifact_failed(&note);
         let message = note.message.unwrap_or_default();
-        eprintln!("droid-crawl: {}", droid::terminal::clean(&message));
+        common::say("droid-crawl", &message);
     }
     eprintln!(
         "droid-crawl: recorded into run {}; `droid-report --run {}` shows it",

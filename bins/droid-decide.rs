@@ -88,7 +88,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             writeln!(out, "{line}").context("writing the model list")?;
         }
         if let Some(note) = decide::hidden_models_note(&models, all) {
-            eprintln!("droid-decide: {note}");
+            common::say("droid-decide", &note);
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -132,7 +132,10 @@ fn run(args: Args) -> Result<ExitCode> {
             }
             eprintln!("{done}");
             for (path, reason) in &removed.refused {
-                eprintln!("droid-record: left {} in place: {reason}", path.display());
+                common::say(
+                    "droid-record",
+                    &format!("left {} in place: {reason}", path.display()),
+                );
             }
             if !removed.refused.is_empty() {
                 return Ok(ExitCode::from(1));

@@ -1,6 +1,6 @@
 //! How a crawl shows itself: every event as a JSON line on stdout (for pipes and programs),
 //! messages for people on stderr, and on a terminal a progress bar. Text from apps and models is
-//! cleaned before a terminal shows it.
+//! cleaned before stderr shows it (see [`super::say`]).
 #![allow(dead_code)] // Only droid-crawl watches a crawl.
 
 use std::io::{IsTerminal, Write};
@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use droid::crawl::{Level, Listener, Progress};
 use droid::events::Event;
-use droid::terminal::clean;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Console<O: Write> {
@@ -16,7 +15,6 @@ pub struct Console<O: Write> {
     out_closed: bool,
     /// The least level shown.
     level: Level,
-    terminal: bool,
     bar: Option<ProgressBar>,
 }
 
@@ -29,8 +27,7 @@ impl<O: Write> Console<O> {
             (_, 1) => Level::Warn,
             _ => Level::Error,
         };
-        let terminal = std::io::stderr().is_terminal();
-        let bar = (terminal && quiet == 0).then(|| {
+        let bar = (std::io::stderr().is_terminal() && quiet == 0).then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             if let Ok(style) =
                 ProgressStyle::with_template("{spinner} step {pos}/{len} {wide_msg} {elapsed}")
@@ -44,7 +41,6 @@ impl<O: Write> Console<O> {
             out,
             out_closed: false,
             level,
-            terminal,
             bar,
         }
     }
@@ -75,14 +71,9 @@ impl<O: Write> Listener for Console<O> {
         if level < self.level {
             return;
         }
-        let message = match self.terminal {
-            true => clean(message),
-            false => message.to_string(),
-        };
-        let line = format!("droid-crawl: {message}");
         match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+            Some(bar) => bar.suspend(|| super::say("droid-crawl", message)),
+            None => super::say("droid-crawl", message),
         }
     }
 

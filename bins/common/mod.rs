@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use droid::config::{self, ConfigCommand, UserConfig};
 use droid::filter::{self, Filter};
+use droid::terminal::clean;
 
 pub mod console;
 
@@ -23,10 +24,17 @@ pub fn finish(bin: &str, outcome: anyhow::Result<ExitCode>) -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("{bin}: error: {err:#}");
+            say(bin, &format!("error: {err:#}"));
             ExitCode::from(1)
         }
     }
+}
+
+/// A message for people on stderr as `BIN: message`. Messages quote apps, models and devices
+/// (an exception's text, a model's answer, a package name), so their control characters are
+/// dropped whatever stderr is: a log file or a CI page is read in a terminal too.
+pub fn say(bin: &str, message: &str) {
+    eprintln!("{bin}: {}", clean(message));
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -41,9 +49,10 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// Runs a filter stage from stdin to stdout, people's messages on stderr as `BIN: line N: ...`
 /// when they happen; exit 1 when a line was bad or had a problem.
 pub fn filter<F: Filter>(bin: &str, stage: &mut F, strict: bool) -> anyhow::Result<ExitCode> {
-    let mut say = |message: &str| eprintln!("{bin}: {message}");
     let input = io::BufReader::new(io::stdin().lock());
-    let outcome = filter::run(stage, input, io::stdout().lock(), strict, &mut say)?;
+    let outcome = filter::run(stage, input, io::stdout().lock(), strict, &mut |message| {
+        say(bin, message)
+    })?;
     Ok(match outcome.failed() {
         true => ExitCode::from(1),
         false => ExitCode::SUCCESS,
@@ -66,7 +75,7 @@ pub fn configure(
     }
     Ok(match output.missing {
         Some(missing) => {
-            eprintln!("{bin}: {missing}");
+            say(bin, &missing);
             ExitCode::from(1)
         }
         None => ExitCode::SUCCESS,

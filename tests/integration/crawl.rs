@@ -449,6 +449,40 @@ for line in sys.stdin:
 }
 
 #[test]
+fn text_from_the_app_reaches_a_piped_stderr_without_control_characters() {
+    let place = Place::new();
+    // An app whose crash says something a terminal would obey: clear the screen, retitle the
+    // window, ring, and reverse the text after it.
+    let model = place.dir.path().join("model.json");
+    let hostile =
+        "java.lang.IllegalStateException: \u{1b}[2J\u{1b}]0;owned\u{7}wipe \u{202e}txt.exe";
+    std::fs::write(
+        &model,
+        serde_json::json!({
+            "package": "com.example.hostile",
+            "screen_size": [720, 1280],
+            "start": "home",
+            "screens": [{"id": "home", "activity": "com.example.hostile.MainActivity",
+                "elements": [{"class": "android.widget.Button", "text": "Go",
+                    "bounds": [40, 200, 680, 320], "clickable": true}]}],
+            "transitions": [{"from": "home", "action": "click", "target": {"text": "Go"},
+                "to": "@crash", "crash": hostile}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let output = place.run(&model.display().to_string(), &["--max-steps", "3"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Said, but cleaned: a log file or a CI page is read in a terminal too.
+    assert!(stderr.contains("wipe txt.exe"), "{stderr}");
+    assert!(
+        !stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "{stderr:?}"
+    );
+}
+
+#[test]
 fn settings_resolve_flag_then_user_config_then_environment() {
     let place = Place::new();
     let config_db = place.dir.path().join("user_config.db");
