@@ -73,6 +73,12 @@ impl ScreenKey {
                     hasher.update(key.as_bytes());
                     hasher.update([0]);
                 }
+                // A dialog's title says what it asks: one layout (a field and "OK", a list of
+                // choices) serves several questions.
+                for title in observation.elements.iter().filter(|e| is_dialog_title(e)) {
+                    hasher.update([1]);
+                    hasher.update(title.text.as_bytes());
+                }
                 "w"
             }
             true => {
@@ -94,6 +100,11 @@ impl fmt::Display for ScreenKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The title of an alert dialog (the framework's and AppCompat's `alertTitle`).
+fn is_dialog_title(element: &UiElement) -> bool {
+    element.resource_id.rsplit('/').next() == Some("alertTitle") && !element.text.is_empty()
 }
 
 /// Every element's depth, class, id, words (but typed text) and, outside scrolling
@@ -456,6 +467,36 @@ mod tests {
         }
         assert_ne!(ScreenKey::of(&observation("B", FORM)), base);
         assert!(base.as_str().starts_with("A|w:"), "{base}");
+    }
+
+    #[test]
+    fn a_dialog_is_told_apart_by_its_title() {
+        let dialog = |title: &str, typed: &str| {
+            format!(
+                r#"<hierarchy><node class="android.widget.FrameLayout" bounds="[0,0][1080,2400]"><node class="android.widget.TextView" resource-id="android:id/alertTitle" text="{title}" bounds="[0,100][1080,200]"/><node class="android.widget.EditText" text="{typed}" clickable="true" enabled="true" bounds="[0,200][1080,300]"/><node class="android.widget.Button" resource-id="android:id/button1" text="OK" clickable="true" enabled="true" bounds="[0,300][1080,400]"/></node></hierarchy>"#
+            )
+        };
+        let key =
+            |title: &str, typed: &str| ScreenKey::of(&observation("A", &dialog(title, typed)));
+        let words = key("Number of words", "");
+        assert_eq!(words, key("Number of words", "3"));
+        assert_ne!(words, key("Choose characters", ""));
+        // AppCompat's dialog title, in the app's own package, is one too.
+        let appcompat =
+            dialog("Choose characters", "").replace("android:id/alertTitle", "app:id/alertTitle");
+        assert_eq!(
+            ScreenKey::of(&observation("A", &appcompat)),
+            key("Choose characters", "")
+        );
+        // Any other label stays out of the key.
+        let other =
+            dialog("Choose characters", "").replace("android:id/alertTitle", "app:id/subtitle");
+        let plain =
+            dialog("Number of words", "").replace("android:id/alertTitle", "app:id/subtitle");
+        assert_eq!(
+            ScreenKey::of(&observation("A", &other)),
+            ScreenKey::of(&observation("A", &plain))
+        );
     }
 
     #[test]
