@@ -4,19 +4,14 @@
 mod common;
 
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-use anyhow::{bail, Context};
-use clap::{Parser, Subcommand};
-use droid::config::ConfigCommand;
-use droid::crawl::{self, cli::CrawlArgs, control};
+use anyhow::Context;
+use clap::Parser;
+use droid::crawl::cli::{CrawlArgs, CrawlCommand, MobsfArgs};
+use droid::crawl::{self, control};
 use droid::decide::cli::{DeciderArgs, ENVIRONMENT};
-use droid::device::{cli::DeviceArgs, AdbDevice, DeviceConfig, ScreenshotMode};
-use droid::sim::Sim;
-use droid::store::Store;
+use droid::device::{cli::DeviceArgs, AdbDevice};
 
 const EXAMPLES: &str = "Examples:
   droid-crawl --sim builtin:shop                        (a simulated device, no phone needed)
@@ -50,7 +45,7 @@ stderr.",
 )]
 struct Args {
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Option<CrawlCommand>,
     #[command(flatten)]
     crawl: CrawlArgs,
     #[command(flatten)]
@@ -64,117 +59,30 @@ struct Args {
     quiet: u8,
 }
 
-#[derive(Subcommand)]
-enum Command {
-    /// Pause a running crawl after its current step.
-    Pause(Target),
-    /// Resume a paused crawl.
-    Resume(Target),
-    /// Stop a running crawl gracefully (its summary and reports are written).
-    Stop(Target),
-    /// Analyse a past run's APK with MobSF; the figures join that run (then `droid-report`).
-    Mobsf(MobsfArgs),
-    /// Settings and secrets in user_config.db (provider, model, keys, test credentials, limits).
-    Config {
-        /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
-        #[arg(long, env = "DROID_USER_CONFIG")]
-        config_db: Option<PathBuf>,
-        #[command(subcommand)]
-        command: ConfigCommand,
-    },
-}
-
-#[derive(clap::Args)]
-struct Target {
-    /// The run [default: the newest run still running].
-    #[arg(long)]
-    run: Option<String>,
-    /// crawler.db
-    #[arg(long, default_value = "crawler.db", env = "DROID_DB")]
-    db: PathBuf,
-}
-
-#[derive(clap::Args)]
-struct MobsfArgs {
-    /// The run whose APK is analysed (the one its crawl saved in extracted_apk/, else pulled
-    /// from the device).
-    #[arg(long)]
-    run: String,
-    /// crawler.db
-    #[arg(long, default_value = "crawler.db", env = "DROID_DB")]
-    db: PathBuf,
-    /// The MobSF server [default: `config set mobsf_url`, MOBSF_URL, http://localhost:8000]
-    #[arg(long, value_name = "URL")]
-    url: Option<String>,
-    /// MobSF's API key [default: `config secret mobsf_api_key`, MOBSF_API_KEY]
-    #[arg(long, value_name = "KEY")]
-    mobsf_api_key: Option<String>,
-    /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
-    #[arg(long, env = "DROID_USER_CONFIG")]
-    config_db: Option<PathBuf>,
-    #[command(flatten)]
-    device: DeviceArgs,
-}
-
 fn main() -> ExitCode {
     common::finish("droid-crawl", run(Args::parse()))
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let command = match args.command {
-        Some(Command::Pause(target)) => (control::Command::Pause, target),
-        Some(Command::Resume(target)) => (control::Command::Resume, target),
-        Some(Command::Stop(target)) => (control::Command::Stop, target),
-        Some(Command::Mobsf(mobsf)) => return analyse(mobsf),
-        Some(Command::Config { config_db, command }) => {
+        Some(CrawlCommand::Pause(target)) => (control::Command::Pause, target),
+        Some(CrawlCommand::Resume(target)) => (control::Command::Resume, target),
+        Some(CrawlCommand::Stop(target)) => (control::Command::Stop, target),
+        Some(CrawlCommand::Mobsf(mobsf)) => return analyse(mobsf),
+        Some(CrawlCommand::Config { config_db, command }) => {
             return common::configure("droid-crawl", config_db, command)
         }
-        None => {
-            return crawl(
-                args.crawl,
-                args.device,
-                args.decider,
-                args.verbose,
-                args.quiet,
-            )
-        }
+        None => return crawl(args),
     };
     let (command, target) = command;
-    let store = Store::open_existing(&target.db)?;
-    let Some((run, dir)) = store.controlled_run(target.run.as_deref())? else {
-        bail!("no such crawl running in {}", target.db.display());
-    };
-    control::send(&dir, command).with_context(|| format!("telling run {run}"))?;
+    let run = control::ask(&target.db, target.run.as_deref(), command)?;
     eprintln!("droid-crawl: asked run {run} to {}", command.as_str());
     Ok(ExitCode::SUCCESS)
 }
 
-/// `droid-crawl mobsf --run ID`.
+/// `droid-crawl mobsf --run ID`: the notes on stdout and said on stderr.
 fn analyse(args: MobsfArgs) -> anyhow::Result<ExitCode> {
-    let mut settings = droid::config::Settings::for_binary(args.config_db.as_deref())?;
-    let config = match crawl::cli::mobsf_config(
-        args.url.as_deref(),
-        args.mobsf_api_key.as_deref(),
-        &mut settings,
-    )? {
-        Ok(config) => config,
-        Err(missing) => bail!("MobSF: {}", missing.reason),
-    };
-    let (_, _, saved) = crawl::past_run_apk(&args.db, &args.run)?;
-    let device = match saved {
-        true => None,
-        false => {
-            let env = |key: &str| std::env::var(key).ok();
-            let config = args.device.to_config(ScreenshotMode::Png, env)?;
-            Some(AdbDevice::connect(config).context("connecting to the device for the APK")?)
-        }
-    };
-    let notes = crawl::analyse_past_run(
-        &args.db,
-        &args.run,
-        config,
-        device.as_ref().map(AdbDevice::client),
-    )?;
+    let notes = args.analyse()?;
     let mut failed = false;
     let mut stdout = io::stdout().lock();
     for note in notes {
@@ -198,32 +106,18 @@ fn analyse(args: MobsfArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn crawl(
-    args: CrawlArgs,
-    device: DeviceArgs,
-    decider: DeciderArgs,
-    verbose: u8,
-    quiet: u8,
+    Args {
+        crawl: args,
+        device,
+        decider,
+        verbose,
+        quiet,
+        ..
+    }: Args,
 ) -> anyhow::Result<ExitCode> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // The second signal ends the process at once; the first asks the crawl to stop.
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(signal, Arc::clone(&stop))?;
-    }
-    let sim = args.sim_config().map(Sim::start).transpose()?;
-    let (package, device) = match (&sim, &args.package) {
-        (Some(sim), package) => {
-            let package = package.clone().unwrap_or_else(|| sim.package().into());
-            let mut config = DeviceConfig::loopback(sim.port(), sim.serial());
-            device.apply_waits(&mut config.server);
-            (package, config)
-        }
-        (None, Some(package)) => {
-            let env = |key: &str| std::env::var(key).ok();
-            (package.clone(), device.to_config(ScreenshotMode::Png, env)?)
-        }
-        (None, None) => bail!("--package or --sim is needed"),
-    };
+    let stop = control::stop_on_signals()?;
+    // The simulator, when there is one, serves until the crawl ends.
+    let (_sim, package, device) = args.device(&device)?;
     let device = AdbDevice::connect(device).context("connecting to the device")?;
     let decide = decider.config(Some(package.clone()), Vec::new())?;
     let mut settings = decider.settings()?;

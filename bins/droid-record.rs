@@ -99,23 +99,17 @@ fn run(args: Args) -> Result<ExitCode> {
             drop(out);
             let mut stage = droid::record::Stage::new(&store);
             let code = common::filter("droid-record", &mut stage, args.strict)?;
-            let after_end = stage.stats().after_end;
-            if after_end > 0 {
-                eprintln!(
-                    "droid-record: {after_end} step events were recorded for runs that had \
-                     already ended (kept, the runs stay ended)"
-                );
+            if let Some(note) = stage.stats().after_end_note() {
+                common::say("droid-record", &note);
             }
             return Ok(code);
         }
-        Some(Command::Runs { json }) => {
-            let runs = store.runs()?;
-            if json {
-                for run in &runs {
-                    writeln!(out, "{}", serde_json::to_string(run)?)?;
-                }
-            } else {
-                write!(out, "{}", RunSummary::table(&runs))?;
+        Some(Command::Runs { json: false }) => {
+            write!(out, "{}", RunSummary::table(&store.runs()?))?
+        }
+        Some(Command::Runs { json: true }) => {
+            for run in store.runs()? {
+                writeln!(out, "{}", serde_json::to_string(&run)?)?;
             }
         }
         Some(Command::Export { run }) => {
@@ -123,19 +117,8 @@ fn run(args: Args) -> Result<ExitCode> {
         }
         Some(Command::Delete { run }) => {
             let removed = store.delete_run(&run)?;
-            let mut done = format!("droid-record: deleted {run}");
-            if let Some(dir) = &removed.session {
-                done += &format!(", its session folder {}", dir.display());
-            }
-            if !removed.captures.is_empty() {
-                done += &format!(" and {} capture files", removed.captures.len());
-            }
-            eprintln!("{done}");
-            for (path, reason) in &removed.refused {
-                common::say(
-                    "droid-record",
-                    &format!("left {} in place: {reason}", path.display()),
-                );
+            for message in removed.messages(&run) {
+                common::say("droid-record", &message);
             }
             if !removed.refused.is_empty() {
                 return Ok(ExitCode::from(1));

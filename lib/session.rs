@@ -129,6 +129,25 @@ pub struct Removed {
     pub refused: Vec<(PathBuf, String)>,
 }
 
+impl Removed {
+    /// What was deleted with run `run`, for people: `deleted RUN, its session folder DIR and N
+    /// capture files`, then a line per path left in place and why.
+    pub fn messages(&self, run: &str) -> Vec<String> {
+        let mut done = format!("deleted {run}");
+        if let Some(dir) = &self.session {
+            done += &format!(", its session folder {}", dir.display());
+        }
+        if !self.captures.is_empty() {
+            done += &format!(" and {} capture files", self.captures.len());
+        }
+        let refused = self
+            .refused
+            .iter()
+            .map(|(path, reason)| format!("left {} in place: {reason}", path.display()));
+        std::iter::once(done).chain(refused).collect()
+    }
+}
+
 /// Removes the files of a deleted run that droid wrote: its session folder when marked for
 /// this run, and the capture files its observations name. Anything else named is left in place
 /// and reported. Files already gone are not an error.

@@ -7,14 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Config, Controls, Stages};
-use crate::config::{self, Settings};
+use crate::config::{self, ConfigCommand, Settings};
+use crate::device::cli::DeviceArgs;
+use crate::device::{DeviceConfig, ScreenshotMode};
 use crate::integrations::mobsf::{MobsfConfig, MobsfIntegration};
 use crate::integrations::pcap::{Pcap, PcapConfig};
 use crate::integrations::video::{Video, VideoConfig};
 use crate::integrations::Unavailable;
 use crate::report::Format;
 use crate::sim::fault::{Fault, Latency};
-use crate::sim::SimConfig;
+use crate::sim::{Sim, SimConfig, SimHandle};
 
 /// The crawl's limits, files and stage commands; flatten into a binary's arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -136,6 +138,112 @@ pub fn mobsf_config(
     })
 }
 
+/// droid-crawl's subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum CrawlCommand {
+    /// Pause a running crawl after its current step.
+    Pause(Target),
+    /// Resume a paused crawl.
+    Resume(Target),
+    /// Stop a running crawl gracefully (its summary and reports are written).
+    Stop(Target),
+    /// Analyse a past run's APK with MobSF; the figures join that run (then `droid-report`).
+    Mobsf(MobsfArgs),
+    /// Settings and secrets in user_config.db (provider, model, keys, test credentials, limits).
+    Config {
+        /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
+        #[arg(long, env = "DROID_USER_CONFIG")]
+        config_db: Option<PathBuf>,
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+/// `droid-crawl pause|resume|stop`'s run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Target {
+    /// The run [default: the newest run still running].
+    #[arg(long)]
+    pub run: Option<String>,
+    /// crawler.db
+    #[arg(long, default_value = "crawler.db", env = "DROID_DB")]
+    pub db: PathBuf,
+}
+
+/// `droid-crawl mobsf`: a past run's APK analysed by MobSF.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MobsfArgs {
+    /// The run whose APK is analysed (the one its crawl saved in extracted_apk/, else pulled
+    /// from the device).
+    #[arg(long)]
+    pub run: String,
+    /// crawler.db
+    #[arg(long, default_value = "crawler.db", env = "DROID_DB")]
+    pub db: PathBuf,
+    /// The MobSF server [default: `config set mobsf_url`, MOBSF_URL, http://localhost:8000]
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// MobSF's API key [default: `config secret mobsf_api_key`, MOBSF_API_KEY]
+    #[arg(long, value_name = "KEY")]
+    pub mobsf_api_key: Option<String>,
+    /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
+    #[arg(long, env = "DROID_USER_CONFIG")]
+    pub config_db: Option<PathBuf>,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+/// Why a past run's APK could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyseError {
+    #[error(transparent)]
+    Config(#[from] config::Error),
+    #[error("MobSF: {0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    PastRun(#[from] super::PastRunError),
+    #[error(transparent)]
+    Adb(#[from] crate::adb::AdbError),
+    #[error("connecting to the device for the APK")]
+    Device(#[from] crate::device::DeviceError),
+}
+
+impl MobsfArgs {
+    /// Analyses the run's APK (the one its crawl saved, else pulled from the device these
+    /// flags name) with the MobSF server and key these flags and the settings give: the notes
+    /// recorded into the run.
+    pub fn analyse(&self) -> Result<Vec<crate::events::Note>, AnalyseError> {
+        let mut settings = Settings::for_binary(self.config_db.as_deref())?;
+        let url = self.url.as_deref();
+        let config = mobsf_config(url, self.mobsf_api_key.as_deref(), &mut settings)?
+            .map_err(|missing| AnalyseError::Unavailable(missing.reason))?;
+        let (_, _, saved) = super::past_run_apk(&self.db, &self.run)?;
+        let device = match saved {
+            true => None,
+            false => {
+                let env = |key: &str| std::env::var(key).ok();
+                let config = self.device.to_config(ScreenshotMode::Png, env)?;
+                Some(crate::device::AdbDevice::connect(config)?)
+            }
+        };
+        let client = device.as_ref().map(crate::device::AdbDevice::client);
+        Ok(super::analyse_past_run(
+            &self.db, &self.run, config, client,
+        )?)
+    }
+}
+
+/// Why the device to crawl could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceSetupError {
+    #[error("starting the simulated device")]
+    Sim(#[from] crate::sim::SimError),
+    #[error(transparent)]
+    Adb(#[from] crate::adb::AdbError),
+    #[error("--package or --sim is needed")]
+    NoApp,
+}
+
 /// A limit from its flag, else its setting (a whole number).
 fn limit(settings: &mut Settings, key: &str, flag: Option<u64>) -> Result<u64, config::Error> {
     let flag = flag.map(|n| n.to_string());
@@ -166,6 +274,30 @@ impl CrawlArgs {
             truth_log: self.sim_truth_log.clone(),
             ..SimConfig::new(model)
         })
+    }
+
+    /// The app and the device to crawl: the simulator `--sim` starts in-process (returned, to
+    /// keep it serving) and its app unless `--package` names another, else the device
+    /// `device`'s flags name (the environment's ADB settings filling in).
+    pub fn device(
+        &self,
+        device: &DeviceArgs,
+    ) -> Result<(Option<SimHandle>, String, DeviceConfig), DeviceSetupError> {
+        let sim = self.sim_config().map(Sim::start).transpose()?;
+        let (package, config) = match (&sim, &self.package) {
+            (Some(sim), package) => {
+                let package = package.clone().unwrap_or_else(|| sim.package().into());
+                let mut config = DeviceConfig::loopback(sim.port(), sim.serial());
+                device.apply_waits(&mut config.server);
+                (package, config)
+            }
+            (None, Some(package)) => {
+                let env = |key: &str| std::env::var(key).ok();
+                (package.clone(), device.to_config(ScreenshotMode::Png, env)?)
+            }
+            (None, None) => return Err(DeviceSetupError::NoApp),
+        };
+        Ok((sim, package, config))
     }
 
     /// The integrations these flags ask for onto `config`, and those that cannot be set up

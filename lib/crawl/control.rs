@@ -46,6 +46,46 @@ pub fn send(session_dir: &Path, command: Command) -> std::io::Result<()> {
     std::fs::rename(&partial, path)
 }
 
+/// A stop flag the first SIGINT or SIGTERM sets (the crawl then ends gracefully, its summary
+/// and reports written); a second one ends the process at once (exit 130).
+pub fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
+/// Why a command could not reach a crawl.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    #[error("no such crawl running in {}", .0.display())]
+    NoRun(PathBuf),
+    #[error("telling run {run}")]
+    Send {
+        run: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Asks `run` of the crawler.db at `db` (else its newest run still running) to do `command`;
+/// the run asked.
+pub fn ask(db: &Path, run: Option<&str>, command: Command) -> Result<String, AskError> {
+    let store = crate::store::Store::open_existing(db)?;
+    let Some((run, dir)) = store.controlled_run(run)? else {
+        return Err(AskError::NoRun(db.to_path_buf()));
+    };
+    send(&dir, command).map_err(|source| AskError::Send {
+        run: run.clone(),
+        source,
+    })?;
+    Ok(run)
+}
+
 /// What a crawl reads between steps: the control file of its session folder and the stop flag.
 #[derive(Debug, Clone)]
 pub struct Controls {

@@ -26,6 +26,19 @@ pub struct IngestStats {
     pub after_end: u64,
 }
 
+impl IngestStats {
+    /// For people, when step events went to runs that had already ended.
+    pub fn after_end_note(&self) -> Option<String> {
+        (self.after_end > 0).then(|| {
+            format!(
+                "{} step events were recorded for runs that had already ended (kept, the runs \
+                 stay ended)",
+                self.after_end
+            )
+        })
+    }
+}
+
 /// What pushing one line produced.
 #[derive(Debug, Default)]
 pub struct Pushed {
