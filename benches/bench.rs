@@ -912,11 +912,15 @@ fn decide_db() {
 /// walks, and for each decider over seeds 0-4 with 3 × (reachable screens) steps: the screens
 /// the device showed (truth log), the steps it took to show 50% and 90% of the ceiling (the
 /// mean over the seeds that got there) and the model calls per new screen. Narrowed by
-/// `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2`; `MISSED=1` lists, per app and
-/// decider, the ceiling's screens a seed missed, in how many seeds, and the last move of
-/// `--check`'s walk to each (the kind of action it needs).
+/// `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2`, and a larger budget with
+/// `PER_SCREEN=10` (steps per reachable screen); `MISSED=1` lists, per app and decider, the
+/// ceiling's screens a seed missed, in how many seeds, and the last move of `--check`'s walk to
+/// each (the kind of action it needs).
 fn coverage() {
-    const PER_SCREEN: u64 = 3;
+    let per_screen: u64 = env_list("PER_SCREEN")
+        .first()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3);
     let seeds: u64 = env_list("SEEDS")
         .first()
         .and_then(|n| n.parse().ok())
@@ -955,7 +959,7 @@ fn coverage() {
                 "random" => droid::decide::Decider::Random,
                 other => panic!("DECIDERS: {other} is none of heuristic, dfs, random"),
             };
-            let runs = runs_in_parallel(app, &decider, seeds, PER_SCREEN);
+            let runs = runs_in_parallel(app, &decider, seeds, per_screen);
             let reached: Vec<usize> = runs.iter().map(|r| r.reached.len()).collect();
             let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
             let share = 100.0 * mean / ceiling.len().max(1) as f64;
