@@ -1,6 +1,7 @@
-//! Hashes of what a screen shows: layout hash, structure hash, perceptual hash, screen key; and
-//! the droid-hash filter stage that adds them to observations. Which screen an observation shows
-//! is not decided here but by the screen model ([`crate::screen::ScreenKey`]).
+//! Hashes of what a screen shows: layout hash, structure hash, perceptual hash; and the
+//! droid-hash filter stage that adds them to observations, with the screen key. Which screen an
+//! observation shows is not decided here but by the screen model ([`crate::screen::ScreenKey`]),
+//! whose key the stage writes as `hash.screen_key`.
 //!
 //! - **Layout hash**: sha256 over the normalised hierarchy. Every `<node>` in document order
 //!   contributes its depth and its attributes sorted by name, minus the volatile ones: `focused`,
@@ -16,7 +17,6 @@
 //!   the bits of its cells whatever the overall brightness, where a mean hash barely moves when a
 //!   few widgets change on a mostly white screen; the box pre-shrink keeps it fast (a few ms for
 //!   1080×2400) and stable against single-pixel noise.
-//! - **Screen key**: `activity|phash`, for people: not the screen's identity.
 //!
 //! `docs/hashing.md` has the reasoning and the measurements.
 
