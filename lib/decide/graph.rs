@@ -858,19 +858,19 @@ impl Graph {
         Some(plan)
     }
 
-    /// Whether a learned move can be taken blind along a walk: a click where its widget was
-    /// seen, or a back, but for a form's control (its fields need filling from an observation).
+    /// Whether a learned move can be taken blind along a walk: a click, scroll or swipe where
+    /// its widget was seen, or a back, but for a form's control (its fields need filling from an
+    /// observation).
     pub fn walkable(&self, at: ScreenId, key: &ActionKey) -> bool {
-        self.is_learned(at, key)
-            && (*key == BACK || (key.is_click() && self.place(at, key).is_some()))
-            && !self.is_control(at, key)
+        let placed = (key.is_click() || key.is_gesture()) && self.place(at, key).is_some();
+        self.is_learned(at, key) && (*key == BACK || placed) && !self.is_control(at, key)
     }
 
     /// Whether `key`, the best untried action of `goal`, can end a walk blind (see
-    /// [`crate::decide::heuristic`]'s walks): a click, not a form's control, on a screen with no
-    /// field left to fill.
+    /// [`crate::decide::heuristic`]'s walks): a click, scroll or swipe, not a form's control, on
+    /// a screen with no field left to fill.
     fn blind_goal(&self, goal: ScreenId, key: &ActionKey) -> bool {
-        key.is_click()
+        (key.is_click() || key.is_gesture())
             && !self.is_control(goal, key)
             && !self.untried(goal).iter().any(|(k, _, _)| k.is_input())
     }
@@ -1130,6 +1130,13 @@ mod tests {
         assert_eq!(plan.value, productivity * LOCAL_COST / 2.5);
         assert!(graph.walkable(home, &click("Menu")));
         assert!(!graph.walkable(home, &BACK));
+        // A container's scroll or swipe is walked blind as a click is, where it was seen.
+        let page = page_with_list("List", &[], &["Row one", "Row two"]);
+        let list = graph.observe(&Screen::of(&page));
+        let scroll = key_on(&page, "android.widget.ListView", ActionType::ScrollDown);
+        assert!(!graph.walkable(list, &scroll), "not learned yet");
+        graph.record_edge(list, &scroll, settings, false);
+        assert!(graph.walkable(list, &scroll));
     }
 
     #[test]

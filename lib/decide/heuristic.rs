@@ -13,7 +13,7 @@
 //! with the form's submit button or toggles, typed into again at once when they show text new to
 //! their screen (judged as on an unseen screen), and as a last resort when nothing else on their
 //! screen is untried and they show other text. A path's learned moves are walked in one decision,
-//! with the goal's untried click (see [`Walk`]). When nothing untried is known: back, then
+//! with the goal's untried click or gesture (see [`Walk`]). When nothing untried is known: back, then
 //! relaunch. The same seed and the same observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
@@ -31,7 +31,8 @@ use super::graph::{Graph, Place, Plan, ScreenId, Step, UNSEEN_PRODUCTIVITY};
 use super::Credentials;
 use crate::events::{Action, ActionType, Decision};
 use crate::screen::{
-    action_on, controls, is_submit, shape, target_of, ActionKey, Rank, Screen, Widget, BACK, SCROLL,
+    action_on, bounding_box, controls, is_submit, shape, target_of, ActionKey, Rank, Screen,
+    Widget, BACK, SCROLL,
 };
 use crate::ui::{is_actionable, UiElement};
 
@@ -884,12 +885,13 @@ impl Heuristic {
         Some(actions)
     }
 
-    /// The plan's moves after its first, taken blind as taps where their widgets were seen and
-    /// backs, and the goal's most promising untried click when the walk reaches it: one
-    /// decision instead of one per move. It stops before a move that is not a learned click or
-    /// back (typing, a swipe, a back whose outcome is a guess) or is a form's control (its
-    /// fields need filling, from an observation of them), keeps to `room` actions, and takes
-    /// nothing on a goal with a field to fill (see [`Heuristic::first_click`]).
+    /// The plan's moves after its first, taken blind as taps where their widgets were seen,
+    /// scrolls and swipes of the containers where they were seen, and backs, and the goal's most
+    /// promising untried click or gesture when the walk reaches it: one decision instead of one
+    /// per move. It stops before a move that is not learned (typing, a back whose outcome is a
+    /// guess) or is a form's control (its fields need filling, from an observation of them),
+    /// keeps to `room` actions, and takes nothing on a goal with a field to fill (see
+    /// [`Heuristic::first_blind`]).
     fn walk(&mut self, plan: &Plan, room: usize) -> Option<(Walk, Vec<Action>)> {
         let why = "on a known path to a screen with untried actions";
         let mut walk = Walk {
@@ -910,7 +912,7 @@ impl Heuristic {
                 _ => return (!actions.is_empty()).then_some((walk, actions)),
             }
         }
-        let goal = self.first_click(plan.goal);
+        let goal = self.first_blind(plan.goal);
         if let Some(action) = goal
             .as_ref()
             .filter(|_| actions.len() < room)
@@ -922,11 +924,11 @@ impl Heuristic {
         (!actions.is_empty()).then_some((walk, actions))
     }
 
-    /// What would be tried first on arriving at `screen` when it is a click: its most promising
-    /// untried action (ties broken by rank, then by the seeded generator), but for a form's
-    /// control and on a screen with a field still to fill (its fields come first, as on any
-    /// screen).
-    fn first_click(&mut self, screen: ScreenId) -> Option<ActionKey> {
+    /// What would be tried first on arriving at `screen` when it is a click or a gesture on a
+    /// container: its most promising untried action (ties broken by rank, then by the seeded
+    /// generator), but for a form's control and on a screen with a field still to fill (its
+    /// fields come first, as on any screen).
+    fn first_blind(&mut self, screen: ScreenId) -> Option<ActionKey> {
         let untried = self.graph.untried(screen);
         if untried.iter().any(|(key, _, _)| key.is_input()) {
             return None;
@@ -942,14 +944,25 @@ impl Heuristic {
             .collect();
         tied.shuffle(&mut self.rng);
         let key = tied.first()?;
-        (key.is_click() && !self.graph.is_control(screen, key)).then(|| (*key).clone())
+        let blind = key.is_click() || key.is_gesture();
+        (blind && !self.graph.is_control(screen, key)).then(|| (*key).clone())
     }
 
-    /// A move taken without observing its screen: back, or a tap where the widget was seen.
-    /// It names the screen it is meant for and the widget it taps.
+    /// A move taken without observing its screen: back, a tap where the widget was seen, or a
+    /// scroll or swipe of the container where it was seen. It names the screen it is meant for
+    /// and the widget it acts on.
     fn blind(&self, screen: ScreenId, key: &ActionKey, why: &str) -> Option<Action> {
         let mut action = if *key == BACK {
             back(why.into()).actions.remove(0)
+        } else if key.is_gesture() {
+            // On the container where it was seen.
+            let Place { bounds, label } = self.graph.place(screen, key)?;
+            let mut action = Action::new(key.kind.clone());
+            action.action_desc = Some(format!("{} \"{label}\"", key.kind));
+            action.reasoning = Some(why.to_string());
+            action.target_bounding_box = Some(bounding_box(*bounds));
+            action.widget = key.widget.clone();
+            action
         } else if key.is_click() {
             let Place { bounds, label } = self.graph.place(screen, key)?;
             let (x, y) = bounds.center();

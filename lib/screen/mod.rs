@@ -206,6 +206,18 @@ impl ActionKey {
     pub fn is_click(&self) -> bool {
         self.kind == ActionType::Click && self.widget.is_some()
     }
+
+    /// Whether it scrolls or swipes a container (not the whole screen).
+    pub fn is_gesture(&self) -> bool {
+        self.widget.is_some()
+            && matches!(
+                self.kind,
+                ActionType::ScrollDown
+                    | ActionType::ScrollUp
+                    | ActionType::SwipeLeft
+                    | ActionType::SwipeRight
+            )
+    }
 }
 
 impl fmt::Display for ActionKey {

@@ -314,6 +314,47 @@ fn a_known_path_is_walked_in_one_decision_and_its_outcome_learned() {
 }
 
 #[test]
+fn a_walk_ends_with_a_containers_untried_gesture_taken_where_it_was_seen() {
+    let home = buttons("Home", &["Pages"]);
+    // A pager that does not turn left, and a button home.
+    let mut pages = buttons("Pages", &["Home"]);
+    let pager = Bounds::from([0, 300, 1080, 1800]);
+    pages.elements.push(UiElement {
+        element_id: 1,
+        class_name: "androidx.viewpager.widget.ViewPager".into(),
+        resource_id: "com.example:id/pager".into(),
+        scrollable: true,
+        enabled: true,
+        visible: true,
+        bounds: pager,
+        ..UiElement::default()
+    });
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let mut decide = |screen: &Observation| heuristic.decide(&Screen::of(screen));
+    assert_eq!(labels_of(&home, &decide(&home).actions), ["Pages"]);
+    assert_eq!(decide(&pages).actions[0].action, ActionType::SwipeLeft);
+    assert_eq!(labels_of(&pages, &decide(&pages).actions), ["Home"]);
+    // Home is exhausted; the pager's other gestures are untried: one decision walks there and
+    // swipes or scrolls the pager where it was seen.
+    let choice = decide(&home);
+    assert_eq!(labels_of(&home, &choice.actions[..1]), ["Pages"]);
+    assert_eq!(choice.actions.len(), 2, "{:?}", choice.actions);
+    let gesture = &choice.actions[1];
+    assert!(
+        matches!(
+            gesture.action,
+            ActionType::SwipeRight | ActionType::ScrollUp | ActionType::ScrollDown
+        ),
+        "{gesture:?}"
+    );
+    assert_eq!(
+        gesture.target_bounding_box,
+        Some(droid::screen::bounding_box(pager))
+    );
+    assert!(gesture.screen.is_some(), "a blind move names its screen");
+}
+
+#[test]
 fn a_walk_that_shows_where_it_started_stalled_at_its_first_move() {
     let [home, menu, settings, _] = walk_screens();
     let mut heuristic = Heuristic::new(0, Credentials::default());
