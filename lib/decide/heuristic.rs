@@ -13,8 +13,8 @@
 //! with the form's submit button or toggles, typed into again at once when they show text new to
 //! their screen (judged as on an unseen screen), and as a last resort when nothing else on their
 //! screen is untried and they show other text. A path's learned moves are walked in one decision,
-//! with the goal's untried click or gesture (see [`Walk`]). When nothing untried is known: back, then
-//! relaunch. The same seed and the same observations give the same decisions.
+//! with the goal's untried click or gesture (see [`Walk`]). When nothing untried is known: back,
+//! then relaunch. The same seed and the same observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
 //! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
