@@ -76,7 +76,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let (command, target) = command;
     let run = control::ask(&target.db, target.run.as_deref(), command)?;
-    eprintln!("droid-crawl: asked run {run} to {}", command.as_str());
+    common::say(
+        "droid-crawl",
+        &format!("asked run {run} to {}", command.as_str()),
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -95,9 +98,10 @@ fn analyse(args: MobsfArgs) -> anyhow::Result<ExitCode> {
         let message = note.message.unwrap_or_default();
         common::say("droid-crawl", &message);
     }
-    eprintln!(
-        "droid-crawl: recorded into run {}; `droid-report --run {}` shows it",
-        args.run, args.run
+    let run = &args.run;
+    common::say(
+        "droid-crawl",
+        &format!("recorded into run {run}; `droid-report --run {run}` shows it"),
     );
     Ok(match failed {
         true => ExitCode::from(1),

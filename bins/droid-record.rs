@@ -126,7 +126,7 @@ fn run(args: Args) -> Result<ExitCode> {
         }
         Some(Command::Rebuild) => {
             let events = store.rebuild()?;
-            eprintln!("droid-record: re-projected {events} events");
+            common::say("droid-record", &format!("re-projected {events} events"));
         }
         Some(Command::Cleanup { idle }) => {
             for run in store.cleanup(std::time::Duration::from_secs(idle))? {

@@ -80,7 +80,7 @@ fn run(args: Args) -> Result<ExitCode> {
             );
             report::render(&report, args.format, &mut file)
                 .with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("droid-report: wrote {}", path.display());
+            common::say("droid-report", &format!("wrote {}", path.display()));
         }
         None if binary && io::stdout().is_terminal() => {
             anyhow::bail!("a PDF is not for a terminal: use -o FILE or a redirection");
@@ -99,10 +99,10 @@ fn run(args: Args) -> Result<ExitCode> {
     if found.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!(
-        "droid-report: run {} has {} (--fail-on)",
-        report.run.run_id,
-        found.join(", ")
+    let run = &report.run.run_id;
+    common::say(
+        "droid-report",
+        &format!("run {run} has {} (--fail-on)", found.join(", ")),
     );
     Ok(ExitCode::from(1))
 }

@@ -375,6 +375,18 @@ impl ActionType {
     pub fn is_decidable(&self) -> bool {
         self.is_known() && *self != ActionType::Relaunch
     }
+
+    /// Scrolls and swipes: what a scrollable container takes.
+    pub const GESTURES: [ActionType; 4] = [
+        ActionType::ScrollDown,
+        ActionType::ScrollUp,
+        ActionType::SwipeLeft,
+        ActionType::SwipeRight,
+    ];
+
+    pub fn is_gesture(&self) -> bool {
+        ActionType::GESTURES.contains(self)
+    }
 }
 
 /// A rectangle in device pixels, as LLMs are asked to give it.

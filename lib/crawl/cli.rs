@@ -198,8 +198,8 @@ pub struct MobsfArgs {
 pub enum AnalyseError {
     #[error(transparent)]
     Config(#[from] config::Error),
-    #[error("MobSF: {0}")]
-    Unavailable(String),
+    #[error("MobSF: {}", .0.reason)]
+    Unavailable(Unavailable),
     #[error(transparent)]
     PastRun(#[from] super::PastRunError),
     #[error(transparent)]
@@ -216,7 +216,7 @@ impl MobsfArgs {
         let mut settings = Settings::for_binary(self.config_db.as_deref())?;
         let url = self.url.as_deref();
         let config = mobsf_config(url, self.mobsf_api_key.as_deref(), &mut settings)?
-            .map_err(|missing| AnalyseError::Unavailable(missing.reason))?;
+            .map_err(AnalyseError::Unavailable)?;
         let (_, _, saved) = super::past_run_apk(&self.db, &self.run)?;
         let device = match saved {
             true => None,

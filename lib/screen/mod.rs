@@ -209,14 +209,7 @@ impl ActionKey {
 
     /// Whether it scrolls or swipes a container (not the whole screen).
     pub fn is_gesture(&self) -> bool {
-        self.widget.is_some()
-            && matches!(
-                self.kind,
-                ActionType::ScrollDown
-                    | ActionType::ScrollUp
-                    | ActionType::SwipeLeft
-                    | ActionType::SwipeRight
-            )
+        self.widget.is_some() && self.kind.is_gesture()
     }
 }
 

@@ -264,14 +264,9 @@ pub fn gestures(element: &UiElement) -> Vec<ActionType> {
     let main = primary_action(element);
     let mut all = vec![main.clone()];
     all.extend(
-        [
-            ActionType::ScrollDown,
-            ActionType::ScrollUp,
-            ActionType::SwipeLeft,
-            ActionType::SwipeRight,
-        ]
-        .into_iter()
-        .filter(|kind| *kind != main),
+        ActionType::GESTURES
+            .into_iter()
+            .filter(|kind| *kind != main),
     );
     all
 }
