@@ -954,22 +954,24 @@ impl Heuristic {
     fn blind(&self, screen: ScreenId, key: &ActionKey, why: &str) -> Option<Action> {
         let mut action = if *key == BACK {
             back(why.into()).actions.remove(0)
-        } else if key.is_gesture() {
-            // On the container where it was seen.
+        } else if key.is_click() || key.is_gesture() {
             let Place { bounds, label } = self.graph.place(screen, key)?;
-            let mut action = Action::new(key.kind.clone());
-            action.action_desc = Some(format!("{} \"{label}\"", key.kind));
+            // A tap at the widget's centre; a scroll or swipe on the container's box.
+            let mut action = match key.is_click() {
+                true => {
+                    let (x, y) = bounds.center();
+                    let mut tap = Action::new(ActionType::Tap);
+                    tap.point = Some([i64::from(x), i64::from(y)]);
+                    tap
+                }
+                false => {
+                    let mut gesture = Action::new(key.kind.clone());
+                    gesture.target_bounding_box = Some(bounding_box(*bounds));
+                    gesture
+                }
+            };
+            action.action_desc = Some(format!("{} \"{label}\"", action.action));
             action.reasoning = Some(why.to_string());
-            action.target_bounding_box = Some(bounding_box(*bounds));
-            action.widget = key.widget.clone();
-            action
-        } else if key.is_click() {
-            let Place { bounds, label } = self.graph.place(screen, key)?;
-            let (x, y) = bounds.center();
-            let mut action = Action::new(ActionType::Tap);
-            action.action_desc = Some(format!("tap \"{label}\""));
-            action.reasoning = Some(why.to_string());
-            action.point = Some([i64::from(x), i64::from(y)]);
             action.widget = key.widget.clone();
             action
         } else {
