@@ -1043,12 +1043,95 @@ fn coverage() {
             serde_json::json!(ceiling.len()),
         );
     }
+    println!(
+        "\nWhat each app asks of an explorer that does not know it: the actions droid sees on its \
+         reachable screens (widgets, gestures, back); the screens each one opens first on the \
+         shortest walks from the start; and the decisions a uniformly random order of each \
+         screen's actions takes, expected, to find those (Σ k(n+1)/(k+1) over screens of n \
+         actions, k of them opening screens; the moves between screens not counted):\n"
+    );
+    println!("| app | reachable | budget | actions | opening a screen | decisions, uninformed | ÷ budget |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for app in &apps {
+        let demand = demand(app);
+        let budget = per_screen as usize * demand.reachable;
+        println!(
+            "| {} | {} | {budget} | {} | {} | {:.0} | {:.1} |",
+            app_name(app),
+            demand.reachable,
+            demand.actions,
+            demand.opens,
+            demand.uninformed,
+            demand.uninformed / budget as f64
+        );
+        figure(
+            "coverage",
+            &format!("{}.uninformed_decisions", app_name(app)),
+            serde_json::json!(demand.uninformed.round()),
+        );
+    }
     if missed {
         println!("\nScreens of the ceiling missed (× seeds that missed them):\n");
         for gap in gaps {
             println!("{gap}");
         }
     }
+}
+
+/// What an app model asks of an explorer that does not know it (see [`coverage`]).
+struct Demand {
+    reachable: usize,
+    /// Actions droid sees on the reachable screens: each screen's widgets and back.
+    actions: usize,
+    /// The screens each screen is the first to reach on the shortest walks from the start
+    /// (a breadth-first tree of the model's transitions, as `droid-sim --check` walks them).
+    opens: usize,
+    /// Decisions a uniformly random order of each screen's actions takes, expected, to find the
+    /// `k` of its `n` actions opening those screens: Σ k(n+1)/(k+1).
+    uninformed: f64,
+}
+
+fn demand(app: &str) -> Demand {
+    use droid::sim::model::{write_hierarchy, AppModel, Destination};
+    let model = AppModel::load(app).expect("app model");
+    let mut opened_by = vec![None; model.screens().len()];
+    let mut queue = std::collections::VecDeque::from([model.start()]);
+    opened_by[model.start()] = Some(model.start());
+    while let Some(at) = queue.pop_front() {
+        for transition in model.transitions().iter().filter(|t| t.from == at) {
+            if let Destination::Screen(to) = transition.to {
+                if opened_by[to].is_none() {
+                    opened_by[to] = Some(at);
+                    queue.push_back(to);
+                }
+            }
+        }
+    }
+    let reachable = model.reachable();
+    let mut demand = Demand {
+        reachable: reachable.len(),
+        actions: 0,
+        opens: 0,
+        uninformed: 0.0,
+    };
+    for &index in &reachable {
+        let screen = model.screen(index);
+        let observation = Observation {
+            package: Some(screen.package.clone()),
+            activity: Some(screen.activity.clone()),
+            elements: droid::ui::parse(&write_hierarchy(&screen.roots)).expect("model hierarchy"),
+            ..Observation::default()
+        };
+        let n = droid::screen::Screen::of(&observation).widgets().len() + 1;
+        let opens = (0..opened_by.len())
+            .filter(|&to| to != index && opened_by[to] == Some(index))
+            .count();
+        let k = opens.min(n);
+        demand.actions += n;
+        demand.opens += k;
+        demand.uninformed += (k * (n + 1)) as f64 / (k + 1) as f64;
+    }
+    demand
 }
 
 /// A comma-separated environment variable's items.
