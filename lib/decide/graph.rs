@@ -447,6 +447,11 @@ impl Graph {
         self.launch
     }
 
+    /// Whether the screen belongs to another app the exploration may enter.
+    pub fn is_guest(&self, screen: ScreenId) -> bool {
+        self.screens.get(screen).is_some_and(|s| s.guest)
+    }
+
     /// Marks a screen as belonging to another app the exploration may enter.
     pub fn mark_guest(&mut self, screen: ScreenId) {
         if let Some(screen) = self.screens.get_mut(screen) {

@@ -13,8 +13,10 @@
 //! with the form's submit button or toggles, typed into again at once when they show text new to
 //! their screen (judged as on an unseen screen), and as a last resort when nothing else on their
 //! screen is untried and they show other text. A path's learned moves are walked in one decision,
-//! with the goal's untried click or gesture (see [`Walk`]). When nothing untried is known: back,
-//! then relaunch. The same seed and the same observations give the same decisions.
+//! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
+//! once, when nothing else is worth more; back that leaves the app is followed by a relaunch.
+//! When nothing untried is known: back, then relaunch. The same seed and the same observations
+//! give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
 //! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
@@ -168,6 +170,8 @@ pub struct Heuristic {
     renewed: HashSet<u32>,
     /// A relaunch was decided: the next observation is the launch screen.
     relaunching: bool,
+    /// The last observation is another app's screen, shown by back on the app's own.
+    left_by_back: bool,
 }
 
 /// Editable fields with their action keys.
@@ -219,6 +223,7 @@ impl Heuristic {
             as_found: HashSet::new(),
             retries: HashMap::new(),
             relaunching: false,
+            left_by_back: false,
         }
     }
 
@@ -234,6 +239,14 @@ impl Heuristic {
     }
 
     /// Whether the screen shows an app the exploration should not be in.
+    /// Whether the screen is another app's (allowed or not).
+    fn is_other_app(&self, shown: &Screen) -> bool {
+        matches!(
+            (&self.package, &shown.observation().package),
+            (Some(app), Some(package)) if package != app
+        )
+    }
+
     fn is_foreign(&self, shown: &Screen) -> bool {
         match (&self.package, &shown.observation().package) {
             (Some(app), Some(package)) => {
@@ -266,8 +279,11 @@ impl Heuristic {
                 outcome = Some((goal, false));
             }
         }
+        self.left_by_back = false;
         if let Some(((index, from, key), stalled)) = outcome {
             let (from, key) = (*from, key.clone());
+            self.left_by_back =
+                key == BACK && self.is_other_app(shown) && !self.graph.is_guest(from);
             // What an action does, seen after it was taken where it was observed, is something
             // found; an outcome of a blind move may be the walk's going astray.
             discovered |= *index < self.blind_from && !self.graph.is_learned(from, &key);
@@ -305,6 +321,12 @@ impl Heuristic {
             return screen;
         }
         self.foreign_steps = 0;
+        // Back from the app's own screen left it (its first screen's back, a task that began
+        // in another app): the other app is no part of the exploration, allowed or not.
+        if self.left_by_back {
+            self.graph.mark_outside(screen);
+            return screen;
+        }
         if self.package.is_some() && shown.observation().package != self.package {
             self.graph.mark_guest(screen);
         }
@@ -489,6 +511,9 @@ impl Heuristic {
         let Some(screen) = self.current else {
             return back("nothing observed yet".into());
         };
+        if self.left_by_back {
+            return self.relaunch("back left the app");
+        }
         if self.is_foreign(shown) {
             return if self.foreign_steps > BACKS_BEFORE_RELAUNCH {
                 self.relaunch("still outside the app after going back")
@@ -509,6 +534,10 @@ impl Heuristic {
         let plan = self
             .graph
             .plan(screen, self.package.is_some(), &shown_untried);
+        let best = here.into_iter().chain(plan.as_ref().map(|p| p.value));
+        if self.back_on_first_screen(screen, best.fold(0.0, f64::max)) {
+            return back("what the app does on back from its first screen".into());
+        }
         if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
             match plan.first.clone() {
                 Step::Relaunch => {
@@ -547,6 +576,15 @@ impl Heuristic {
         let mut choice = self.relaunch("nothing left to explore from here");
         choice.commits.revive = true;
         choice
+    }
+
+    /// Whether to press back on the launch screen now: once, when nothing else is worth more
+    /// (`best`). What an app does there (an exit dialog, a crash on leaving, the screen it
+    /// leaves to) is something a tester tries; it is worth a dismissive widget's promise, halved
+    /// since coming back takes a relaunch.
+    fn back_on_first_screen(&self, screen: ScreenId, best: f64) -> bool {
+        let value = self.graph.value_here(screen, Rank::Dismissive.promise()) / 2.0;
+        self.graph.launch() == Some(screen) && !self.graph.is_tried(screen, &BACK) && best < value
     }
 
     /// What the best untried actions here are worth. A screen in a state not explored yet

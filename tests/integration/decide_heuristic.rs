@@ -1122,3 +1122,36 @@ fn an_item_closing_the_menus_it_was_opened_from_is_walked_to_at_most_twice() {
     assert_eq!(taps.len(), effects.len(), "{taps:?}");
     assert!(taps.values().all(|&n| n <= 2), "{taps:?}");
 }
+
+#[test]
+fn back_on_the_first_screen_is_tried_once_and_leaving_the_app_by_it_relaunches() {
+    let home = buttons("Home", &["About"]);
+    let about = buttons("About", &[]);
+    // The screen back leaves to: another app, one the exploration may enter.
+    let launcher = Observation {
+        package: Some("com.android.launcher3".into()),
+        ..buttons("Launcher", &["Phone", "Camera"])
+    };
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    heuristic.set_package(
+        Some("com.example".into()),
+        vec!["com.android.launcher3".into()],
+    );
+    let mut decide = |screen: &Observation| heuristic.decide(&Screen::of(screen));
+    assert_eq!(labels_of(&home, &decide(&home).actions), ["About"]);
+    assert_eq!(labels_of(&about, &decide(&about).actions), ["back"]);
+    // Nothing left is worth more: what back does on the first screen (an exit dialog, a crash
+    // on leaving) is tried.
+    let choice = decide(&home);
+    assert_eq!(labels_of(&home, &choice.actions), ["back"]);
+    assert_eq!(
+        choice.actions[0].reasoning.as_deref(),
+        Some("what the app does on back from its first screen")
+    );
+    // It left the app: relaunched at once, the other app's widgets left alone.
+    let left = decide(&launcher);
+    assert!(left.relaunch.is_some(), "{left:?}");
+    // Once tried, back on the first screen is not a move again: exhausted, it relaunches.
+    let again = decide(&home);
+    assert!(again.relaunch.is_some(), "{again:?}");
+}
