@@ -563,22 +563,29 @@ impl Graph {
             Rank::SubmitButton => 1.0,
             _ => self.sibling_scale(screen, key),
         };
-        self.learned_promise(screen, key, rank)
+        // What actions of its kind did, looked up once for both uses.
+        let kind = self
+            .screens
+            .get(screen)
+            .and_then(|s| s.kinds.get(key))
+            .and_then(|kind| self.by_kind.get(kind));
+        self.learned_promise(screen, key, rank, kind)
             * sibling
             * self.guest_scale(screen, key, rank)
-            * self.kind_scale(screen, key)
+            * self.kind_scale(key, kind)
     }
 
     /// The rank's promise, or for an action of a [`Kind`] tried before, the share of those
     /// tries that led away when that is more: a gesture promises little by its looks, but a
     /// list whose rows swipe open an editor shows it will on its next page too.
-    fn learned_promise(&self, screen: ScreenId, key: &ActionKey, rank: Rank) -> f64 {
-        let record = self
-            .screens
-            .get(screen)
-            .and_then(|s| s.kinds.get(key))
-            .and_then(|kind| self.by_kind.get(kind))
-            .filter(|record| record.tried > 0);
+    fn learned_promise(
+        &self,
+        screen: ScreenId,
+        key: &ActionKey,
+        rank: Rank,
+        kind: Option<&KindRecord>,
+    ) -> f64 {
+        let record = kind.filter(|record| record.tried > 0);
         let looks = match rank == Rank::Gesture && self.main_gesture_stalled(screen, key) {
             true => Rank::Item.promise(),
             false => rank.promise(),
@@ -610,13 +617,8 @@ impl Graph {
     /// What actions of the same [`Kind`] did, here and on other screens (1 for an action of no
     /// kind), and what the same widget did on other screens (a row that only ticks itself done
     /// does so on every page that shows it).
-    fn kind_scale(&self, screen: ScreenId, key: &ActionKey) -> f64 {
-        let kind = self
-            .screens
-            .get(screen)
-            .and_then(|s| s.kinds.get(key))
-            .and_then(|kind| self.by_kind.get(kind))
-            .map_or(1.0, |record| record.scale());
+    fn kind_scale(&self, key: &ActionKey, kind: Option<&KindRecord>) -> f64 {
+        let kind = kind.map_or(1.0, |record| record.scale());
         let widget = self.by_widget.get(key).map_or(1.0, |record| record.scale());
         kind.min(widget)
     }
@@ -822,15 +824,14 @@ impl Graph {
                     }
                 }
             }
-            for (key, to) in self.moves(at) {
-                let next = match (at == from, here.observed, self.walkable(at, key)) {
+            for (key, to, learned) in self.moves_learned(at) {
+                let walkable = learned && Self::walkable_on(screen, key);
+                let next = match (at == from, here.observed, walkable) {
                     // The first move is taken on the screen observed; the walk goes on past it
                     // only when it is learned.
-                    (true, _, _) | (_, true, _) => here.then_act_observed(self.is_learned(at, key)),
+                    (true, _, _) | (_, true, _) => here.then_act_observed(learned),
                     (false, false, true) => here.then_act(),
-                    (false, false, false) => here
-                        .then_observe()
-                        .then_act_observed(self.is_learned(at, key)),
+                    (false, false, false) => here.then_observe().then_act_observed(learned),
                 };
                 if !done[to] && reach[to].is_none_or(|known| next.cost() < known.cost()) {
                     reach[to] = Some(next);
@@ -867,8 +868,17 @@ impl Graph {
     /// its widget was seen, or a back, but for a form's control (its fields need filling from an
     /// observation).
     pub fn walkable(&self, at: ScreenId, key: &ActionKey) -> bool {
-        let placed = (key.is_click() || key.is_gesture()) && self.place(at, key).is_some();
-        self.is_learned(at, key) && (*key == BACK || placed) && !self.is_control(at, key)
+        self.is_learned(at, key)
+            && self
+                .screens
+                .get(at)
+                .is_some_and(|s| Self::walkable_on(s, key))
+    }
+
+    /// [`Graph::walkable`] for a move known to be learned on `screen`.
+    fn walkable_on(screen: &Node, key: &ActionKey) -> bool {
+        let placed = (key.is_click() || key.is_gesture()) && screen.places.contains_key(key);
+        (*key == BACK || placed) && !screen.controls.contains(key)
     }
 
     /// Whether `key`, the best untried action of `goal`, can end a walk blind (see
@@ -910,6 +920,14 @@ impl Graph {
     /// [`Node::stalled`]) to the other screen it led to most often, and an untried back to the
     /// screen this one was first reached from.
     fn moves(&self, at: ScreenId) -> impl Iterator<Item = (&ActionKey, ScreenId)> + '_ {
+        self.moves_learned(at).map(|(key, to, _)| (key, to))
+    }
+
+    /// [`Graph::moves`], each with whether it is learned (not the untried back).
+    fn moves_learned(
+        &self,
+        at: ScreenId,
+    ) -> impl Iterator<Item = (&ActionKey, ScreenId, bool)> + '_ {
         let screen = &self.screens[at];
         let learned = screen
             .edges
@@ -920,12 +938,12 @@ impl Graph {
                     .iter()
                     .filter(|(&id, _)| id != at)
                     .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)))?;
-                Some((key, *most_seen.0))
+                Some((key, *most_seen.0, true))
             });
         let back = screen
             .parent
             .filter(|_| !screen.edges.contains_key(&BACK))
-            .map(|parent| (&BACK, parent));
+            .map(|parent| (&BACK, parent, false));
         learned.chain(back)
     }
 }
