@@ -80,9 +80,9 @@ impl Node {
 /// changes from screen to screen; the kind does not, and what the same list's gestures did on
 /// one screen says what they will do on the next: a pager that does not turn, a list that does
 /// not swipe); a tap on an item of a list (a row, a tab, a word of a list of results), by its
-/// list's class and resource id and its shape (see [`shape`]), on its screen (the rows of one
-/// list behave alike, rows that only tick themselves done; another page's rows of the same
-/// class may not). Toggles are left out: what they change is a state of the screen, not
+/// list's class and resource id, its shape (see [`shape`]) and whether it is the list's first
+/// item (see [`Item`]), on its screen (the rows of one list behave alike, rows that only tick
+/// themselves done; another page's rows of the same class may not). Toggles are left out: what they change is a state of the screen, not
 /// another one; so are widgets that are not items of a list (a menu's rows are, a toolbar's
 /// buttons are not).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -91,8 +91,21 @@ pub struct Kind {
     rank: Rank,
     class: String,
     resource_id: String,
-    /// For an item: its screen, and its list's class and resource id and its shape.
-    list: Option<(Option<ScreenId>, String, String, String)>,
+    list: Option<Item>,
+}
+
+/// What places an item in its list, for its [`Kind`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Item {
+    /// Its screen, for a list without a resource id (known on its screen only).
+    screen: Option<ScreenId>,
+    list_class: String,
+    list_id: String,
+    /// See [`shape`].
+    shape: String,
+    /// The list's first item: often unlike the rest (a header, the folder shown, an "add" or
+    /// "all" row), so what it does says little of the other rows, and theirs little of it.
+    first: bool,
 }
 
 impl Kind {
@@ -102,11 +115,17 @@ impl Kind {
             Rank::ListScroll | Rank::Gesture => None,
             Rank::Item | Rank::Text | Rank::Anonymous => {
                 let list = list_of(elements, element)?;
-                let shape = shape(elements, element);
                 // A list known by its resource id is the same list on every page of the
                 // activity; one without is only known on its screen.
-                let on = (list.resource_id.is_empty()).then_some(screen);
-                Some((on, list.class_name.clone(), list.resource_id.clone(), shape))
+                Some(Item {
+                    screen: list.resource_id.is_empty().then_some(screen),
+                    list_class: list.class_name.clone(),
+                    list_id: list.resource_id.clone(),
+                    shape: shape(elements, element),
+                    first: !elements
+                        .iter()
+                        .any(|e| e.parent == element.parent && e.element_id < element.element_id),
+                })
             }
             _ => return None,
         };
@@ -1100,7 +1119,7 @@ mod tests {
     #[test]
     fn rows_of_a_list_that_did_nothing_make_the_others_promise_less() {
         let mut graph = Graph::new();
-        let results = page_with_list("Main", &["Menu"], &["a", "b", "c", "d"]);
+        let results = page_with_list("Main", &["Menu"], &["header", "a", "b", "c", "d"]);
         let page = graph.observe(&Screen::of(&results));
         let row = |label: &str| {
             let element = results.elements.iter().find(|e| e.text == label).unwrap();
@@ -1113,6 +1132,10 @@ mod tests {
         // One that led away says the list's rows do something after all.
         let detail = graph.observe(&Screen::of(&screen("Detail", "0", &["Buy"])));
         graph.record_edge(page, &row("c"), detail, false);
+        assert_eq!(graph.promise(page, &row("d"), Rank::Text), 2.0 / 4.0);
+        // The list's first item (a header, the folder shown) is judged apart, both ways.
+        assert_eq!(graph.promise(page, &row("header"), Rank::Text), 1.0);
+        graph.record_edge(page, &row("header"), page, false);
         assert_eq!(graph.promise(page, &row("d"), Rank::Text), 2.0 / 4.0);
         // The menu is no row of the list.
         assert_eq!(graph.promise(page, &click("Menu"), Rank::Text), 1.0);
