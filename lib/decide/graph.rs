@@ -82,9 +82,9 @@ impl Node {
 /// not swipe); a tap on an item of a list (a row, a tab, a word of a list of results), by its
 /// list's class and resource id, its shape (see [`shape`]) and whether it is the list's first
 /// item (see [`Item`]), on its screen (the rows of one list behave alike, rows that only tick
-/// themselves done; another page's rows of the same class may not). Toggles are left out: what they change is a state of the screen, not
-/// another one; so are widgets that are not items of a list (a menu's rows are, a toolbar's
-/// buttons are not).
+/// themselves done; another page's rows of the same class may not). Toggles are left out: what
+/// they change is a state of the screen, not another one; so are widgets that are not items of
+/// a list (a menu's rows are, a toolbar's buttons are not).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Kind {
     activity: String,

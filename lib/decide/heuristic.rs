@@ -238,7 +238,6 @@ impl Heuristic {
         &self.graph
     }
 
-    /// Whether the screen shows an app the exploration should not be in.
     /// Whether the screen is another app's (allowed or not).
     fn is_other_app(&self, shown: &Screen) -> bool {
         matches!(
@@ -247,13 +246,14 @@ impl Heuristic {
         )
     }
 
+    /// Whether the screen shows an app the exploration should not be in.
     fn is_foreign(&self, shown: &Screen) -> bool {
-        match (&self.package, &shown.observation().package) {
-            (Some(app), Some(package)) => {
-                package != app && !self.allowed_packages.contains(package)
-            }
-            _ => false,
-        }
+        self.is_other_app(shown)
+            && shown
+                .observation()
+                .package
+                .as_ref()
+                .is_some_and(|package| !self.allowed_packages.contains(package))
     }
 
     /// Takes in an observation: identifies its screen, notes the text its fields show and
