@@ -943,9 +943,11 @@ fn coverage() {
     );
     println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|");
     let mut gaps = Vec::new();
+    let mut demands = Vec::new();
     for app in &apps {
         let name = app_name(app);
         let check = droid::sim::check::check(app).expect("droid-sim --check");
+        demands.push((name, demand(app, &check)));
         let ceiling: std::collections::BTreeSet<String> = check
             .screens
             .iter()
@@ -1052,12 +1054,10 @@ fn coverage() {
     );
     println!("| app | reachable | budget | actions | opening a screen | decisions, uninformed | ÷ budget |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for app in &apps {
-        let demand = demand(app);
+    for (name, demand) in demands {
         let budget = per_screen as usize * demand.reachable;
         println!(
-            "| {} | {} | {budget} | {} | {} | {:.0} | {:.1} |",
-            app_name(app),
+            "| {name} | {} | {budget} | {} | {} | {:.0} | {:.1} |",
             demand.reachable,
             demand.actions,
             demand.opens,
@@ -1066,7 +1066,7 @@ fn coverage() {
         );
         figure(
             "coverage",
-            &format!("{}.uninformed_decisions", app_name(app)),
+            &format!("{name}.uninformed_decisions"),
             serde_json::json!(demand.uninformed.round()),
         );
     }
@@ -1083,38 +1083,32 @@ struct Demand {
     reachable: usize,
     /// Actions droid sees on the reachable screens: each screen's widgets and back.
     actions: usize,
-    /// The screens each screen is the first to reach on the shortest walks from the start
-    /// (a breadth-first tree of the model's transitions, as `droid-sim --check` walks them).
+    /// The screens each screen is the last before on `droid-sim --check`'s shortest walks from
+    /// the start.
     opens: usize,
     /// Decisions a uniformly random order of each screen's actions takes, expected, to find the
     /// `k` of its `n` actions opening those screens: Σ k(n+1)/(k+1).
     uninformed: f64,
 }
 
-fn demand(app: &str) -> Demand {
-    use droid::sim::model::{write_hierarchy, AppModel, Destination};
+fn demand(app: &str, check: &droid::sim::check::Report) -> Demand {
+    use droid::sim::model::{write_hierarchy, AppModel};
     let model = AppModel::load(app).expect("app model");
-    let mut opened_by = vec![None; model.screens().len()];
-    let mut queue = std::collections::VecDeque::from([model.start()]);
-    opened_by[model.start()] = Some(model.start());
-    while let Some(at) = queue.pop_front() {
-        for transition in model.transitions().iter().filter(|t| t.from == at) {
-            if let Destination::Screen(to) = transition.to {
-                if opened_by[to].is_none() {
-                    opened_by[to] = Some(at);
-                    queue.push_back(to);
-                }
-            }
-        }
-    }
-    let reachable = model.reachable();
+    // The screen each of `--check`'s walks reaches its screen from.
+    let opener = |screen: &str| {
+        let walk = check.screens.iter().find(|s| s.screen == screen)?;
+        walk.path.last().map(|step| step.from.clone())
+    };
     let mut demand = Demand {
-        reachable: reachable.len(),
+        reachable: check.reachable,
         actions: 0,
         opens: 0,
         uninformed: 0.0,
     };
-    for &index in &reachable {
+    for walk in &check.screens {
+        let index = model
+            .screen_index(&walk.screen)
+            .expect("a screen of the model");
         let screen = model.screen(index);
         let observation = Observation {
             package: Some(screen.package.clone()),
@@ -1123,8 +1117,10 @@ fn demand(app: &str) -> Demand {
             ..Observation::default()
         };
         let n = droid::screen::Screen::of(&observation).widgets().len() + 1;
-        let opens = (0..opened_by.len())
-            .filter(|&to| to != index && opened_by[to] == Some(index))
+        let opens = check
+            .screens
+            .iter()
+            .filter(|other| opener(&other.screen).as_deref() == Some(walk.screen.as_str()))
             .count();
         let k = opens.min(n);
         demand.actions += n;
