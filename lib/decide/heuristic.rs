@@ -14,7 +14,8 @@
 //! their screen (judged as on an unseen screen), and as a last resort when nothing else on their
 //! screen is untried and they show other text. A path's learned moves are walked in one decision,
 //! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
-//! once, when nothing else is worth more; back that leaves the app is followed by a relaunch.
+//! once, when its own actions are all tried or nothing else is worth more; back that leaves the
+//! app is followed by a relaunch.
 //! When nothing untried is known: back, then relaunch. The same seed and the same observations
 //! give the same decisions.
 //!
@@ -535,7 +536,8 @@ impl Heuristic {
             .graph
             .plan(screen, self.package.is_some(), &shown_untried);
         let best = here.into_iter().chain(plan.as_ref().map(|p| p.value));
-        if self.back_on_first_screen(screen, best.fold(0.0, f64::max)) {
+        let explored = here.is_none() && self.package.is_some();
+        if self.back_on_first_screen(screen, explored, best.fold(0.0, f64::max)) {
             return back("what the app does on back from its first screen".into());
         }
         if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
@@ -578,13 +580,17 @@ impl Heuristic {
         choice
     }
 
-    /// Whether to press back on the launch screen now: once, when nothing else is worth more
-    /// (`best`). What an app does there (an exit dialog, a crash on leaving, the screen it
-    /// leaves to) is something a tester tries; it is worth a dismissive widget's promise, halved
-    /// since coming back takes a relaunch.
-    fn back_on_first_screen(&self, screen: ScreenId, best: f64) -> bool {
+    /// Whether to press back on the launch screen now: once, when its own actions are all
+    /// tried and a relaunch can bring the app back (`explored`), or when nothing else is worth
+    /// more (`best`). What an app does there (an
+    /// exit dialog, a crash on leaving, the screen it leaves to) is something a tester tries
+    /// once the first screen is known, before going deeper; otherwise it is worth a dismissive
+    /// widget's promise, halved since coming back takes a relaunch.
+    fn back_on_first_screen(&self, screen: ScreenId, explored: bool, best: f64) -> bool {
         let value = self.graph.value_here(screen, Rank::Dismissive.promise()) / 2.0;
-        self.graph.launch() == Some(screen) && !self.graph.is_tried(screen, &BACK) && best < value
+        self.graph.launch() == Some(screen)
+            && !self.graph.is_tried(screen, &BACK)
+            && (explored || best < value)
     }
 
     /// What the best untried actions here are worth. A screen in a state not explored yet

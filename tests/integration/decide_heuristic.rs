@@ -451,12 +451,23 @@ fn long_running_and_one_shot(run: &[Observation]) -> (Vec<Decision>, Decision) {
 #[test]
 fn a_one_shot_decide_replays_a_recorded_walk_as_it_was_taken() {
     let [home, menu, settings, done] = walk_screens();
-    let run = [home.clone(), menu, settings, home.clone(), done, home];
+    // The stage takes the first screen's package for the app's: back on the first screen, once
+    // its own actions are tried, comes before the walk (and shows the first screen again).
+    let run = [
+        home.clone(),
+        menu,
+        settings,
+        home.clone(),
+        home.clone(),
+        done,
+        home,
+    ];
     let (long_running, one_shot) = long_running_and_one_shot(&run);
+    assert_eq!(long_running[3].actions[0].action, ActionType::Back);
     let walked = |d: &Decision| d.actions.iter().filter(|a| a.screen.is_some()).count();
-    assert!(walked(&long_running[3]) > 0, "{long_running:?}");
+    assert!(walked(&long_running[4]) > 0, "{long_running:?}");
     // A fresh process given the run so far decides the last step as the long-running one did.
-    let last = &long_running[5];
+    let last = &long_running[6];
     assert_eq!(one_shot.actions, last.actions);
 
     assert_eq!(taps(&one_shot.actions).len(), 3);
@@ -1154,4 +1165,29 @@ fn back_on_the_first_screen_is_tried_once_and_leaving_the_app_by_it_relaunches()
     // Once tried, back on the first screen is not a move again: exhausted, it relaunches.
     let again = decide(&home);
     assert!(again.relaunch.is_some(), "{again:?}");
+}
+
+#[test]
+fn back_on_the_first_screen_is_tried_once_its_own_actions_are() {
+    let home = buttons("Home", &["About"]);
+    let about = buttons("About", &["Credits"]);
+    let credits = buttons("Credits", &["Thanks", "People"]);
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    heuristic.set_package(Some("com.example".into()), Vec::new());
+    let mut decide = |screen: &Observation| heuristic.decide(&Screen::of(screen));
+    assert_eq!(labels_of(&home, &decide(&home).actions), ["About"]);
+    assert_eq!(labels_of(&about, &decide(&about).actions), ["Credits"]);
+    let first = labels_of(&credits, &decide(&credits).actions);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // Back on the first screen, with every action of its own tried: a widget two screens away
+    // is still untried and worth more, but what back does here is tried first, once.
+    let choice = decide(&home);
+    assert_eq!(labels_of(&home, &choice.actions), ["back"], "{choice:?}");
+    assert_eq!(
+        choice.actions[0].reasoning.as_deref(),
+        Some("what the app does on back from its first screen")
+    );
+    // The app showed its first screen again (an exit dialog declined): on to the untried widget.
+    let next = decide(&home);
+    assert_ne!(labels_of(&home, &next.actions), ["back"], "{next:?}");
 }
