@@ -911,7 +911,9 @@ fn decide_db() {
 /// `make coverage`: per app model, its reachable screens, the ceiling `droid-sim --check`
 /// walks, and for each decider over seeds 0-4 with 3 × (reachable screens) steps: the screens
 /// the device showed (truth log), the steps it took to show 50% and 90% of the ceiling (the
-/// mean over the seeds that got there) and the model calls per new screen. Narrowed by
+/// mean over the seeds that got there), the most consecutive steps a seed spent repeating
+/// earlier steps (the same screen, the same actions) with nothing new shown, and the model
+/// calls per new screen. Narrowed by
 /// `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2`, and a larger budget with
 /// `PER_SCREEN=10` (steps per reachable screen); `MISSED=1` lists, per app and decider, the
 /// ceiling's screens a seed missed, in how many seeds, and the last move of `--check`'s walk to
@@ -938,10 +940,10 @@ fn coverage() {
     }
     let missed = std::env::var_os("MISSED").is_some();
     println!(
-        "| app | reachable | ceiling | decider | screens reached, seeds 0-{} | mean | % of ceiling | steps to 50% | steps to 90% | model calls per new screen |",
+        "| app | reachable | ceiling | decider | screens reached, seeds 0-{} | mean | % of ceiling | steps to 50% | steps to 90% | most steps repeated | model calls per new screen |",
         seeds - 1
     );
-    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
     let mut gaps = Vec::new();
     let mut demands = Vec::new();
     for app in &apps {
@@ -984,8 +986,13 @@ fn coverage() {
             let new_screens: usize = runs.iter().map(|r| r.reached.len()).sum();
             let calls_per_screen = calls as f64 / new_screens.max(1) as f64;
             let list: Vec<String> = reached.iter().map(usize::to_string).collect();
+            let repeated = runs
+                .iter()
+                .map(explore::Run::longest_repeat)
+                .max()
+                .unwrap_or(0);
             println!(
-                "| {name} | {} | {} | {label} | {} | {mean:.1} | {share:.0}% | {} | {} | {calls_per_screen:.1} |",
+                "| {name} | {} | {} | {label} | {} | {mean:.1} | {share:.0}% | {} | {} | {repeated} | {calls_per_screen:.1} |",
                 check.reachable,
                 ceiling.len(),
                 list.join(" "),
@@ -1008,6 +1015,11 @@ fn coverage() {
                 "coverage",
                 &format!("{key}.steps_to_90"),
                 serde_json::json!(ninety.0.map(f64::round)),
+            );
+            figure(
+                "coverage",
+                &format!("{key}.most_steps_repeated"),
+                serde_json::json!(repeated),
             );
             figure(
                 "coverage",

@@ -1093,6 +1093,22 @@ fn going_round_a_cycle_without_finding_anything_stops_within_a_few_steps() {
     );
 }
 
+/// On every bundled and fixture app, with the budget `make coverage` gives it, the heuristic
+/// never repeats earlier steps (the same screen, the same actions) for more than
+/// [`CYCLE_STEPS`](droid::decide::heuristic::CYCLE_STEPS) steps in a row without the device
+/// showing something new.
+#[test]
+fn on_every_app_the_heuristic_repeats_itself_only_a_few_steps_in_a_row() {
+    for app in crate::explore::app_models() {
+        let run = crate::explore::run_app(&app, decide::Decider::Heuristic, 0, 3);
+        let repeated = run.longest_repeat();
+        assert!(
+            repeated <= droid::decide::heuristic::CYCLE_STEPS,
+            "{app}: {repeated} steps in a row repeated earlier ones"
+        );
+    }
+}
+
 /// A submenu whose items close every menu: "Effects" in the overflow menu opens a submenu, and
 /// each effect applies and goes back to the page the menu was opened on. A walk to an untried
 /// effect (the menu, the submenu and the effect in one decision) comes back to the page, a

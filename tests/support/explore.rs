@@ -64,6 +64,46 @@ impl Run {
             .collect()
     }
 
+    /// The most consecutive steps that each repeated an earlier step (the same model screen
+    /// shown, the same actions decided on it) while the device showed nothing new: how long
+    /// the explorer went round moves it had made before.
+    pub fn longest_repeat(&self) -> usize {
+        let discovering: BTreeSet<u64> = self.first_shown.values().copied().collect();
+        let decided: BTreeMap<u64, String> = self
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                droid::events::Event::Decision(decision) => {
+                    let actions: Vec<String> = decision
+                        .actions
+                        .iter()
+                        .map(|a| {
+                            format!(
+                                "{} {:?} {:?} {:?}",
+                                a.action, a.target_bounding_box, a.point, a.input_text
+                            )
+                        })
+                        .collect();
+                    let moves = format!("{} {:?}", actions.join("; "), decision.relaunch);
+                    decision.step.map(|step| (step, moves))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut seen = BTreeSet::new();
+        let (mut current, mut longest) = (0, 0);
+        for (step, (_, screen)) in (1..).zip(&self.observed) {
+            let moves = decided.get(&step).cloned().unwrap_or_default();
+            let repeated = !seen.insert((screen.clone(), moves));
+            current = match repeated && !discovering.contains(&step) {
+                true => current + 1,
+                false => 0,
+            };
+            longest = longest.max(current);
+        }
+        longest
+    }
+
     /// The first step after which the device had shown `goal` screens of `among`, if it did.
     pub fn steps_to(&self, among: &BTreeSet<String>, goal: usize) -> Option<u64> {
         let mut steps: Vec<u64> = among
