@@ -913,7 +913,8 @@ fn decide_db() {
 /// the device showed (truth log), the steps it took to show 50% and 90% of the ceiling (the
 /// mean over the seeds that got there), the most consecutive steps a seed spent repeating
 /// earlier steps (the same screen, the same actions) with nothing new shown, and the model
-/// calls per new screen. Narrowed by
+/// calls per new screen; then the ceiling and each decider's mean counted in screens droid
+/// tells apart (see [`screen_keys`]). Narrowed by
 /// `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2`, and a larger budget with
 /// `PER_SCREEN=10` (steps per reachable screen); `MISSED=1` lists, per app and decider, the
 /// ceiling's screens a seed missed, in how many seeds, and the last move of `--check`'s walk to
@@ -946,6 +947,7 @@ fn coverage() {
     println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
     let mut gaps = Vec::new();
     let mut demands = Vec::new();
+    let mut told_apart = Vec::new();
     for app in &apps {
         let name = app_name(app);
         let check = droid::sim::check::check(app).expect("droid-sim --check");
@@ -956,6 +958,19 @@ fn coverage() {
             .filter(|s| s.reached)
             .map(|s| s.screen.clone())
             .collect();
+        let keys = screen_keys(app, &ceiling);
+        let distinct = |screens: &mut dyn Iterator<Item = &String>| {
+            screens
+                .filter_map(|s| keys.get(s))
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        };
+        let mut apart = (
+            name,
+            ceiling.len(),
+            distinct(&mut ceiling.iter()),
+            Vec::new(),
+        );
         for label in &deciders {
             let decider = match label.as_str() {
                 "heuristic" => droid::decide::Decider::Heuristic,
@@ -985,6 +1000,17 @@ fn coverage() {
             let calls: usize = runs.iter().map(model_calls).sum();
             let new_screens: usize = runs.iter().map(|r| r.reached.len()).sum();
             let calls_per_screen = calls as f64 / new_screens.max(1) as f64;
+            let keys_reached: Vec<usize> = runs
+                .iter()
+                .map(|run| distinct(&mut run.reached.iter().filter(|s| ceiling.contains(*s))))
+                .collect();
+            let keys_mean = keys_reached.iter().sum::<usize>() as f64 / runs.len().max(1) as f64;
+            apart.3.push(keys_mean);
+            figure(
+                "coverage",
+                &format!("{name}.{label}.told_apart_mean"),
+                serde_json::json!(keys_mean),
+            );
             let list: Vec<String> = reached.iter().map(usize::to_string).collect();
             let repeated = runs
                 .iter()
@@ -1048,6 +1074,12 @@ fn coverage() {
         }
         figure(
             "coverage",
+            &format!("{name}.told_apart"),
+            serde_json::json!(apart.2),
+        );
+        told_apart.push(apart);
+        figure(
+            "coverage",
             &format!("{name}.reachable"),
             serde_json::json!(check.reachable),
         );
@@ -1056,6 +1088,21 @@ fn coverage() {
             &format!("{name}.ceiling"),
             serde_json::json!(ceiling.len()),
         );
+    }
+    println!(
+        "\nThe ceiling's screens as droid tells them apart: model screens whose dumps give one \
+         screen key (a details page showing another product, a form with text typed, the same \
+         settings page scrolled by a few pixels) are one screen to droid's graph; each \
+         decider's mean number of the ceiling's keys its seeds reached:\n"
+    );
+    println!("| app | ceiling | told apart | {} |", deciders.join(" | "));
+    println!("|---|---:|---:|{}", "---:|".repeat(deciders.len()));
+    for (name, ceiling, keys, means) in told_apart {
+        let cells: Vec<String> = means
+            .iter()
+            .map(|mean| format!("{mean:.1} ({:.0}%)", 100.0 * mean / keys.max(1) as f64))
+            .collect();
+        println!("| {name} | {ceiling} | {keys} | {} |", cells.join(" | "));
     }
     println!(
         "\nWhat each app asks of an explorer that does not know it: the actions droid sees on its \
@@ -1088,6 +1135,34 @@ fn coverage() {
             println!("{gap}");
         }
     }
+}
+
+/// The screen key droid gives each of `screens` of an app model: the simulator's dump of the
+/// screen, opened alone, captured as droid-capture builds an observation from a dump.
+fn screen_keys(
+    app: &str,
+    screens: &std::collections::BTreeSet<String>,
+) -> BTreeMap<String, droid::screen::ScreenKey> {
+    use droid::sim::world::{World, WorldOptions};
+    let model = droid::sim::model::AppModel::load(app).expect("app model");
+    let mut world = World::new(model.clone(), WorldOptions::default());
+    screens
+        .iter()
+        .map(|id| {
+            world.open_screen(id).expect("a model screen");
+            let screen = model.screen(model.screen_index(id).expect("a model screen"));
+            let mut elements = droid::ui::parse(&world.hierarchy_xml()).expect("its dump");
+            let tree = droid::ui::prune(&mut elements);
+            let observation = Observation {
+                package: Some(screen.package.clone()),
+                activity: Some(screen.activity.clone()),
+                tree: Some(tree),
+                elements,
+                ..Observation::default()
+            };
+            (id.clone(), droid::screen::ScreenKey::of(&observation))
+        })
+        .collect()
 }
 
 /// What an app model asks of an explorer that does not know it (see [`coverage`]).
