@@ -38,8 +38,9 @@ are written); a second Ctrl-C stops at once.
 heuristic, the random or dfs baselines, or an LLM), acts, recognises screens, survives crashes, ANRs, other apps and \
 a device that goes away, and records every step in crawler.db and a session folder \
 (OUT/DEVICE_PACKAGE_DDMM_HHMM: screenshots, events.jsonl, logs/crawler.log, report.pdf, \
-report.html). Every event goes to stdout as a JSON line; people's messages and the summary to \
-stderr.",
+report.html). It ends at --max-steps, at --max-duration, or once the heuristic has explored \
+everything it found. Every event goes to stdout as a JSON line; people's messages and the \
+summary to stderr.",
     after_help = format!("{EXAMPLES}{ENVIRONMENT}"),
     args_conflicts_with_subcommands = true
 )]

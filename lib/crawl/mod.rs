@@ -194,7 +194,7 @@ pub struct Summary {
     pub session_dir: PathBuf,
     /// `COMPLETED`, `INTERRUPTED` or `ERROR`.
     pub status: String,
-    /// `max_steps`, `max_duration`, `stopped`, `task_done`, or what went wrong.
+    /// `max_steps`, `max_duration`, `stopped`, `task_done`, `explored`, or what went wrong.
     pub reason: String,
     pub steps: u64,
     pub reports: Vec<PathBuf>,
@@ -712,6 +712,16 @@ struct Driver<'c, 'd> {
     capture_failures: u32,
 }
 
+/// How a step left the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StepEnd {
+    Next,
+    /// The decider said its task is done.
+    TaskDone,
+    /// The heuristic found nothing untried, even after relaunching the app.
+    Explored,
+}
+
 /// Why a step could not go on.
 #[derive(Debug, thiserror::Error)]
 enum StepError {
@@ -747,10 +757,17 @@ impl Driver<'_, '_> {
             }
             run.step += 1;
             match self.step(run) {
-                Ok(true) => {}
-                Ok(false) => {
+                Ok(StepEnd::Next) => {}
+                Ok(StepEnd::TaskDone) => {
                     run.set_state(State::Stopping, Some("the task is done"));
                     return ("COMPLETED", "task_done".into());
+                }
+                Ok(StepEnd::Explored) => {
+                    run.set_state(
+                        State::Stopping,
+                        Some("everything the exploration found is explored"),
+                    );
+                    return ("COMPLETED", "explored".into());
                 }
                 Err(StepError::Explore(ExploreError::Capture { source, .. }))
                     if policy::is_dump_failure(&source)
@@ -810,8 +827,8 @@ impl Driver<'_, '_> {
         None
     }
 
-    /// One step: `Ok(false)` when the decider says its task is done.
-    fn step(&mut self, run: &mut Run) -> Result<bool, StepError> {
+    /// One step, and whether the run goes on.
+    fn step(&mut self, run: &mut Run) -> Result<StepEnd, StepError> {
         let step = run.step;
         let mut observation = self.observe(run, step)?;
         self.capture_failures = 0;
@@ -870,7 +887,7 @@ impl Driver<'_, '_> {
             }
             None => match self.decide(run, &observation)? {
                 Some(decision) => decision,
-                None => return Ok(true),
+                None => return Ok(StepEnd::Next),
             },
         };
         if decision.ai.is_some() {
@@ -900,7 +917,12 @@ impl Driver<'_, '_> {
             self.since_launch.clear();
         }
         self.last_screenshot = observation.screenshot_path.clone();
-        Ok(!decision.done)
+        let explored = self.stage.as_ref().is_some_and(decide::Stage::explored);
+        Ok(match (decision.done, explored) {
+            (true, _) => StepEnd::TaskDone,
+            (false, true) => StepEnd::Explored,
+            (false, false) => StepEnd::Next,
+        })
     }
 
     /// The screen now, from the device or the capture co-process.

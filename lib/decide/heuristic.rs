@@ -16,8 +16,9 @@
 //! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
 //! once, when its own actions are all tried or nothing else is worth more; back that leaves the
 //! app is followed by a relaunch.
-//! When nothing untried is known: back, then relaunch. The same seed and the same observations
-//! give the same decisions.
+//! When nothing untried is known: back, then relaunch; when the relaunched app shows nothing
+//! untried either, the exploration is complete ([`Heuristic::explored`]). The same seed and the
+//! same observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
 //! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
@@ -58,6 +59,11 @@ const REFILL_PROMISE: f64 = 0.1;
 /// Consecutive steps that discover nothing (see [`Heuristic::note_idle`]) after which coming
 /// back to a screen seen in them counts as going round a cycle.
 pub const CYCLE_STEPS: usize = 6;
+
+/// Rounds with every route revived that may discover nothing before the exploration is
+/// complete (see [`Heuristic::explored`]): a walk along a revived route that went astray may
+/// go elsewhere the next time, since the routes given up on differ from round to round.
+const ROUNDS_WITHOUT_DISCOVERY: u32 = 2;
 
 /// The shortest start of a typed text taken for that text cut short (see
 /// [`Heuristic::shows_typed_text`]).
@@ -173,6 +179,12 @@ pub struct Heuristic {
     relaunching: bool,
     /// The last observation is another app's screen, shown by back on the app's own.
     left_by_back: bool,
+    /// Choices that found nothing untried anywhere and relaunched with every route revived,
+    /// since the last discovery.
+    revived: u32,
+    /// The last choice found nothing untried again, with nothing discovered since the last
+    /// such relaunch (see [`Heuristic::explored`]).
+    explored: bool,
 }
 
 /// Editable fields with their action keys.
@@ -225,7 +237,17 @@ impl Heuristic {
             retries: HashMap::new(),
             relaunching: false,
             left_by_back: false,
+            revived: 0,
+            explored: false,
         }
+    }
+
+    /// Whether the exploration is complete: nothing untried was left, the app was relaunched
+    /// with every route revived, and nothing was discovered before nothing untried was left
+    /// again (a walk along a revived route that goes astray again finds nothing). Choosing on
+    /// would go round the same moves; droid-crawl ends the run instead.
+    pub fn explored(&self) -> bool {
+        self.explored
     }
 
     /// The app under test (back out of, and relaunch, when the device leaves it) and the other
@@ -312,6 +334,9 @@ impl Heuristic {
             self.retry_submits(screen, shown.submits());
         }
         self.note_idle(screen, &taken, discovered);
+        if discovered {
+            self.revived = 0;
+        }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
             self.graph.set_launch(screen);
         }
@@ -423,6 +448,7 @@ impl Heuristic {
     /// Takes in a decision made by anyone else (a model, an external program) on the current
     /// screen: its inputs count as fills, its actions as tried, its relaunch as a restart.
     pub fn learn_decision(&mut self, shown: &Screen, decision: &Decision) {
+        self.explored = false;
         self.walked_to_untried = false;
         self.blind_from = usize::MAX;
         for (index, action) in decision.actions.iter().enumerate() {
@@ -457,6 +483,10 @@ impl Heuristic {
         if commits.revive {
             self.graph.revive_dead();
         }
+        if commits.revive {
+            self.revived += 1;
+        }
+        self.explored = commits.revive && self.revived > ROUNDS_WITHOUT_DISCOVERY;
         let walked = commits.walk.as_ref().map_or(0, Walk::actions);
         let first_walked = choice.actions.len() - walked;
         self.walked_to_untried = false;
@@ -575,7 +605,10 @@ impl Heuristic {
         if !self.graph.is_tried(screen, &BACK) {
             return back("every action here is explored and no known path leads further".into());
         }
-        let mut choice = self.relaunch("nothing left to explore from here");
+        let mut choice = match self.revived >= ROUNDS_WITHOUT_DISCOVERY {
+            true => self.relaunch("everything the exploration found is explored"),
+            false => self.relaunch("nothing left to explore from here"),
+        };
         choice.commits.revive = true;
         choice
     }

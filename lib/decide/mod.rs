@@ -390,6 +390,12 @@ impl Stage {
         &self.heuristic
     }
 
+    /// Whether the heuristic decides this stage and has explored everything it found (see
+    /// [`Heuristic::explored`]): a driver may end the run.
+    pub fn explored(&self) -> bool {
+        self.baseline.is_none() && self.model.is_none() && self.heuristic.explored()
+    }
+
     /// Takes in a recorded run as the stage took it in live: each observation as it came, each
     /// decision as it was made (the heuristic's own choices chosen again, which learns what
     /// choosing committed it to; anyone else's learned as they were), and every other event

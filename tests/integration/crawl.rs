@@ -111,12 +111,7 @@ fn the_shop_is_explored_whole_its_crash_recorded_and_the_browser_left() {
     assert_eq!(ended(&events)["status"], "COMPLETED");
     assert_eq!(ended(&events)["reason"], "max_steps");
     // Every screen of the model (the app's 23, and the browser and launcher it passes).
-    let model = droid::sim::model::AppModel::load("builtin:shop").unwrap();
-    let reachable: BTreeSet<String> = model
-        .reachable()
-        .into_iter()
-        .map(|i| model.screen(i).id.clone())
-        .collect();
+    let (_, reachable, _) = crate::explore::model_facts("builtin:shop");
     let shown = shown(&truth);
     let missed: Vec<&String> = reachable.difference(&shown).collect();
     assert!(missed.is_empty(), "missed {missed:?}");
@@ -183,6 +178,54 @@ fn the_shop_is_explored_whole_its_crash_recorded_and_the_browser_left() {
     assert!(
         stderr.contains(run) && stderr.contains("Crashes: 1 distinct"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_crawl_ends_once_everything_it_found_is_explored() {
+    let place = Place::new();
+    let truth = place.dir.path().join("truth.jsonl");
+    let truth_arg = truth.display().to_string();
+    let output = place.run(
+        "builtin:tiny",
+        &["--max-steps", "200", "--sim-truth-log", &truth_arg],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let events = events(&output);
+    let end = ended(&events);
+    assert_eq!(
+        (end["status"].as_str(), end["reason"].as_str()),
+        (Some("COMPLETED"), Some("explored")),
+        "{end}"
+    );
+    let steps = end["steps"].as_u64().unwrap();
+    assert!(steps < 200, "{steps} steps");
+    // Every screen was shown before it ended.
+    let (_, reachable, _) = crate::explore::model_facts("builtin:tiny");
+    let missed: Vec<String> = reachable.difference(&shown(&truth)).cloned().collect();
+    assert!(missed.is_empty(), "missed {missed:?}");
+    // Nothing untried was left once, and the app relaunched with every route open again; the
+    // last decision found nothing untried again, with nothing discovered in between.
+    let reasons: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "decision")
+        .filter_map(|e| e["actions"][0]["reasoning"].as_str())
+        .collect();
+    let first = reasons
+        .iter()
+        .position(|r| *r == "nothing left to explore from here");
+    assert!(first.is_some(), "{reasons:?}");
+    assert_eq!(
+        reasons.last(),
+        Some(&"everything the exploration found is explored")
+    );
+    let state = notes(&events, "state");
+    assert!(
+        state.iter().any(|n| n["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("everything the exploration found is explored"))),
+        "{state:?}"
     );
 }
 

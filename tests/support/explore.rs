@@ -223,6 +223,10 @@ pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) ->
             };
             run.events.extend(taken.events());
             read = note_shown(truth, read, step, &mut run.first_shown);
+            // As droid-crawl does: the rest of the budget would only relaunch the app.
+            if stage.explored() {
+                break;
+            }
         }
         run.reached = reached(truth, &reachable);
         let graph = stage.heuristic().graph();
