@@ -847,7 +847,12 @@ impl Driver<'_, '_> {
                 None,
             );
         }
-        let key = ScreenKey::of(&observation);
+        // The hash stage wrote the screen's key: asked, not built again.
+        let key = observation
+            .hash
+            .as_ref()
+            .and_then(|hash| hash.screen_key.as_deref())
+            .map_or_else(|| ScreenKey::of(&observation), ScreenKey::from_stored);
         run.screens.insert(key.clone());
         if let Some(stuck) = self.stuck.observe(&key, step) {
             observation
