@@ -718,7 +718,7 @@ enum StepEnd {
     Next,
     /// The decider said its task is done.
     TaskDone,
-    /// The heuristic found nothing untried, even after relaunching the app.
+    /// The heuristic explored everything it found (see `Heuristic::explored`).
     Explored,
 }
 

@@ -16,9 +16,9 @@
 //! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
 //! once, when its own actions are all tried or nothing else is worth more; back that leaves the
 //! app is followed by a relaunch.
-//! When nothing untried is known: back, then relaunch; when the relaunched app shows nothing
-//! untried either, the exploration is complete ([`Heuristic::explored`]). The same seed and the
-//! same observations give the same decisions.
+//! When nothing untried is known: back, then relaunch with every route revived; when such
+//! relaunches keep finding nothing, the exploration is complete ([`Heuristic::explored`]). The
+//! same seed and the same observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
 //! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
@@ -182,8 +182,8 @@ pub struct Heuristic {
     /// Choices that found nothing untried anywhere and relaunched with every route revived,
     /// since the last discovery.
     revived: u32,
-    /// The last choice found nothing untried again, with nothing discovered since the last
-    /// such relaunch (see [`Heuristic::explored`]).
+    /// The last choice was such a relaunch, more than [`ROUNDS_WITHOUT_DISCOVERY`] of them
+    /// since the last discovery (see [`Heuristic::explored`]).
     explored: bool,
 }
 
@@ -243,9 +243,9 @@ impl Heuristic {
     }
 
     /// Whether the exploration is complete: nothing untried was left, the app was relaunched
-    /// with every route revived, and nothing was discovered before nothing untried was left
-    /// again (a walk along a revived route that goes astray again finds nothing). Choosing on
-    /// would go round the same moves; droid-crawl ends the run instead.
+    /// with every route revived, and that happened `ROUNDS_WITHOUT_DISCOVERY` (2) times more
+    /// with nothing discovered since the first (walks along revived routes that go astray again
+    /// find nothing). Choosing on would go round the same moves; droid-crawl ends the run.
     pub fn explored(&self) -> bool {
         self.explored
     }
@@ -482,8 +482,6 @@ impl Heuristic {
         };
         if commits.revive {
             self.graph.revive_dead();
-        }
-        if commits.revive {
             self.revived += 1;
         }
         self.explored = commits.revive && self.revived > ROUNDS_WITHOUT_DISCOVERY;
@@ -566,8 +564,8 @@ impl Heuristic {
             .graph
             .plan(screen, self.package.is_some(), &shown_untried);
         let best = here.into_iter().chain(plan.as_ref().map(|p| p.value));
-        let explored = here.is_none() && self.package.is_some();
-        if self.back_on_first_screen(screen, explored, best.fold(0.0, f64::max)) {
+        let own_tried = here.is_none() && self.package.is_some();
+        if self.back_on_first_screen(screen, own_tried, best.fold(0.0, f64::max)) {
             return back("what the app does on back from its first screen".into());
         }
         if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
@@ -614,16 +612,16 @@ impl Heuristic {
     }
 
     /// Whether to press back on the launch screen now: once, when its own actions are all
-    /// tried and a relaunch can bring the app back (`explored`), or when nothing else is worth
-    /// more (`best`). What an app does there (an
-    /// exit dialog, a crash on leaving, the screen it leaves to) is something a tester tries
-    /// once the first screen is known, before going deeper; otherwise it is worth a dismissive
-    /// widget's promise, halved since coming back takes a relaunch.
-    fn back_on_first_screen(&self, screen: ScreenId, explored: bool, best: f64) -> bool {
+    /// tried and a relaunch can bring the app back (`own_tried`), or when nothing else is worth
+    /// more (`best`). What an app does there (an exit dialog, a crash on leaving, the screen it
+    /// leaves to) is something a tester tries once the first screen is known, before going
+    /// deeper; otherwise it is worth a dismissive widget's promise, halved since coming back
+    /// takes a relaunch.
+    fn back_on_first_screen(&self, screen: ScreenId, own_tried: bool, best: f64) -> bool {
         let value = self.graph.value_here(screen, Rank::Dismissive.promise()) / 2.0;
         self.graph.launch() == Some(screen)
             && !self.graph.is_tried(screen, &BACK)
-            && (explored || best < value)
+            && (own_tried || best < value)
     }
 
     /// What the best untried actions here are worth. A screen in a state not explored yet
