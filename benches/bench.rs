@@ -965,12 +965,12 @@ fn coverage() {
                 .collect::<std::collections::BTreeSet<_>>()
                 .len()
         };
-        let mut apart = (
+        let mut apart = ToldApart {
             name,
-            ceiling.len(),
-            distinct(&mut ceiling.iter()),
-            Vec::new(),
-        );
+            ceiling: ceiling.len(),
+            keys: distinct(&mut ceiling.iter()),
+            reached: Vec::new(),
+        };
         for label in &deciders {
             let decider = match label.as_str() {
                 "heuristic" => droid::decide::Decider::Heuristic,
@@ -1005,7 +1005,7 @@ fn coverage() {
                 .map(|run| distinct(&mut run.reached.iter().filter(|s| ceiling.contains(*s))))
                 .collect();
             let keys_mean = keys_reached.iter().sum::<usize>() as f64 / runs.len().max(1) as f64;
-            apart.3.push(keys_mean);
+            apart.reached.push(keys_mean);
             figure(
                 "coverage",
                 &format!("{name}.{label}.told_apart_mean"),
@@ -1075,7 +1075,7 @@ fn coverage() {
         figure(
             "coverage",
             &format!("{name}.told_apart"),
-            serde_json::json!(apart.2),
+            serde_json::json!(apart.keys),
         );
         told_apart.push(apart);
         figure(
@@ -1097,8 +1097,14 @@ fn coverage() {
     );
     println!("| app | ceiling | told apart | {} |", deciders.join(" | "));
     println!("|---|---:|---:|{}", "---:|".repeat(deciders.len()));
-    for (name, ceiling, keys, means) in told_apart {
-        let cells: Vec<String> = means
+    for ToldApart {
+        name,
+        ceiling,
+        keys,
+        reached,
+    } in told_apart
+    {
+        let cells: Vec<String> = reached
             .iter()
             .map(|mean| format!("{mean:.1} ({:.0}%)", 100.0 * mean / keys.max(1) as f64))
             .collect();
@@ -1135,6 +1141,17 @@ fn coverage() {
             println!("{gap}");
         }
     }
+}
+
+/// An app's ceiling counted in screens droid tells apart (see [`screen_keys`]).
+struct ToldApart<'a> {
+    name: &'a str,
+    /// Model screens.
+    ceiling: usize,
+    /// Their distinct screen keys.
+    keys: usize,
+    /// Per decider, the mean number of those keys its seeds reached.
+    reached: Vec<f64>,
 }
 
 /// The screen key droid gives each of `screens` of an app model: the simulator's dump of the
