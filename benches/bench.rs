@@ -1154,32 +1154,36 @@ struct ToldApart<'a> {
     reached: Vec<f64>,
 }
 
-/// The screen key droid gives each of `screens` of an app model: the simulator's dump of the
-/// screen, opened alone, captured as droid-capture builds an observation from a dump.
+/// The screen key droid gives each of `screens` of an app model (see [`model_observation`]).
 fn screen_keys(
     app: &str,
     screens: &std::collections::BTreeSet<String>,
 ) -> BTreeMap<String, droid::screen::ScreenKey> {
-    use droid::sim::world::{World, WorldOptions};
     let model = droid::sim::model::AppModel::load(app).expect("app model");
-    let mut world = World::new(model.clone(), WorldOptions::default());
     screens
         .iter()
         .map(|id| {
-            world.open_screen(id).expect("a model screen");
-            let screen = model.screen(model.screen_index(id).expect("a model screen"));
-            let mut elements = droid::ui::parse(&world.hierarchy_xml()).expect("its dump");
-            let tree = droid::ui::prune(&mut elements);
-            let observation = Observation {
-                package: Some(screen.package.clone()),
-                activity: Some(screen.activity.clone()),
-                tree: Some(tree),
-                elements,
-                ..Observation::default()
-            };
+            let index = model.screen_index(id).expect("a model screen");
+            let observation = model_observation(&model, index);
             (id.clone(), droid::screen::ScreenKey::of(&observation))
         })
         .collect()
+}
+
+/// What droid observes of a model screen as first shown: its dump, parsed and pruned as
+/// droid-capture does, with its package and activity.
+fn model_observation(model: &droid::sim::model::AppModel, index: usize) -> Observation {
+    let screen = model.screen(index);
+    let xml = droid::sim::model::write_hierarchy(&screen.roots);
+    let mut elements = droid::ui::parse(&xml).expect("model hierarchy");
+    let tree = droid::ui::prune(&mut elements);
+    Observation {
+        package: Some(screen.package.clone()),
+        activity: Some(screen.activity.clone()),
+        tree: Some(tree),
+        elements,
+        ..Observation::default()
+    }
 }
 
 /// What an app model asks of an explorer that does not know it (see [`coverage`]).
@@ -1196,8 +1200,7 @@ struct Demand {
 }
 
 fn demand(app: &str, check: &droid::sim::check::Report) -> Demand {
-    use droid::sim::model::{write_hierarchy, AppModel};
-    let model = AppModel::load(app).expect("app model");
+    let model = droid::sim::model::AppModel::load(app).expect("app model");
     // The screen each of `--check`'s walks reaches its screen from.
     let opener = |screen: &str| {
         let walk = check.screens.iter().find(|s| s.screen == screen)?;
@@ -1213,13 +1216,7 @@ fn demand(app: &str, check: &droid::sim::check::Report) -> Demand {
         let index = model
             .screen_index(&walk.screen)
             .expect("a screen of the model");
-        let screen = model.screen(index);
-        let observation = Observation {
-            package: Some(screen.package.clone()),
-            activity: Some(screen.activity.clone()),
-            elements: droid::ui::parse(&write_hierarchy(&screen.roots)).expect("model hierarchy"),
-            ..Observation::default()
-        };
+        let observation = model_observation(&model, index);
         let n = droid::screen::Screen::of(&observation).widgets().len() + 1;
         let opens = check
             .screens

@@ -883,21 +883,22 @@ impl Graph {
         Some(plan)
     }
 
-    /// Whether a learned move can be taken blind along a walk: a click, scroll or swipe where
-    /// its widget was seen, or a back, but for a form's control (its fields need filling from an
-    /// observation).
-    pub fn walkable(&self, at: ScreenId, key: &ActionKey) -> bool {
+    /// Whether a move learned on `screen` can be taken blind along a walk: a click, scroll or
+    /// swipe where its widget was seen, or a back, but for a form's control (its fields need
+    /// filling from an observation). [`Graph::plan`] asks it of the moves it knows are learned.
+    fn walkable_on(screen: &Node, key: &ActionKey) -> bool {
+        let placed = (key.is_click() || key.is_gesture()) && screen.places.contains_key(key);
+        (*key == BACK || placed) && !screen.controls.contains(key)
+    }
+
+    /// [`Graph::walkable_on`] for `key` on `at`, whether learned there or not.
+    #[cfg(test)]
+    fn walkable(&self, at: ScreenId, key: &ActionKey) -> bool {
         self.is_learned(at, key)
             && self
                 .screens
                 .get(at)
                 .is_some_and(|s| Self::walkable_on(s, key))
-    }
-
-    /// [`Graph::walkable`] for a move known to be learned on `screen`.
-    fn walkable_on(screen: &Node, key: &ActionKey) -> bool {
-        let placed = (key.is_click() || key.is_gesture()) && screen.places.contains_key(key);
-        (*key == BACK || placed) && !screen.controls.contains(key)
     }
 
     /// Whether `key`, the best untried action of `goal`, can end a walk blind (see

@@ -180,11 +180,8 @@ pub struct Heuristic {
     /// The last observation is another app's screen, shown by back on the app's own.
     left_by_back: bool,
     /// Choices that found nothing untried anywhere and relaunched with every route revived,
-    /// since the last discovery.
-    revived: u32,
-    /// The last choice was such a relaunch, more than [`ROUNDS_WITHOUT_DISCOVERY`] of them
     /// since the last discovery (see [`Heuristic::explored`]).
-    explored: bool,
+    revived: u32,
 }
 
 /// Editable fields with their action keys.
@@ -238,7 +235,6 @@ impl Heuristic {
             relaunching: false,
             left_by_back: false,
             revived: 0,
-            explored: false,
         }
     }
 
@@ -247,7 +243,7 @@ impl Heuristic {
     /// with nothing discovered since the first (walks along revived routes that go astray again
     /// find nothing). Choosing on would go round the same moves; droid-crawl ends the run.
     pub fn explored(&self) -> bool {
-        self.explored
+        self.revived > ROUNDS_WITHOUT_DISCOVERY
     }
 
     /// The app under test (back out of, and relaunch, when the device leaves it) and the other
@@ -448,7 +444,6 @@ impl Heuristic {
     /// Takes in a decision made by anyone else (a model, an external program) on the current
     /// screen: its inputs count as fills, its actions as tried, its relaunch as a restart.
     pub fn learn_decision(&mut self, shown: &Screen, decision: &Decision) {
-        self.explored = false;
         self.walked_to_untried = false;
         self.blind_from = usize::MAX;
         for (index, action) in decision.actions.iter().enumerate() {
@@ -484,7 +479,6 @@ impl Heuristic {
             self.graph.revive_dead();
             self.revived += 1;
         }
-        self.explored = commits.revive && self.revived > ROUNDS_WITHOUT_DISCOVERY;
         let walked = commits.walk.as_ref().map_or(0, Walk::actions);
         let first_walked = choice.actions.len() - walked;
         self.walked_to_untried = false;

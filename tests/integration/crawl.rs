@@ -42,6 +42,22 @@ impl Place {
         self.crawl(&["--sim", sim]).args(args).output().unwrap()
     }
 
+    /// A crawl of `sim` for at most `max_steps` that must end cleanly, with the simulator's truth
+    /// log: its events, its stderr, and the reachable model screens the device never showed.
+    fn explore(&self, sim: &str, max_steps: &str) -> (Vec<Value>, String, Vec<String>) {
+        let truth = self.dir.path().join("truth.jsonl");
+        let truth_arg = truth.display().to_string();
+        let output = self.run(
+            sim,
+            &["--max-steps", max_steps, "--sim-truth-log", &truth_arg],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let (_, reachable, _) = crate::explore::model_facts(sim);
+        let missed = reachable.difference(&shown(&truth)).cloned().collect();
+        (events(&output), stderr, missed)
+    }
+
     fn sql(&self, query: &str) -> Vec<Vec<Value>> {
         let conn = rusqlite::Connection::open(self.db()).unwrap();
         let mut stmt = conn.prepare(query).unwrap();
@@ -99,21 +115,10 @@ fn shown(truth: &Path) -> BTreeSet<String> {
 #[test]
 fn the_shop_is_explored_whole_its_crash_recorded_and_the_browser_left() {
     let place = Place::new();
-    let truth = place.dir.path().join("truth.jsonl");
-    let truth_arg = truth.display().to_string();
-    let output = place.run(
-        "builtin:shop",
-        &["--max-steps", "69", "--sim-truth-log", &truth_arg],
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let events = events(&output);
+    let (events, stderr, missed) = place.explore("builtin:shop", "69");
     assert_eq!(ended(&events)["status"], "COMPLETED");
     assert_eq!(ended(&events)["reason"], "max_steps");
     // Every screen of the model (the app's 23, and the browser and launcher it passes).
-    let (_, reachable, _) = crate::explore::model_facts("builtin:shop");
-    let shown = shown(&truth);
-    let missed: Vec<&String> = reachable.difference(&shown).collect();
     assert!(missed.is_empty(), "missed {missed:?}");
 
     // The crash: its trace, the steps to reproduce it, the screenshot, and a relaunch.
@@ -184,15 +189,7 @@ fn the_shop_is_explored_whole_its_crash_recorded_and_the_browser_left() {
 #[test]
 fn a_crawl_ends_once_everything_it_found_is_explored() {
     let place = Place::new();
-    let truth = place.dir.path().join("truth.jsonl");
-    let truth_arg = truth.display().to_string();
-    let output = place.run(
-        "builtin:tiny",
-        &["--max-steps", "200", "--sim-truth-log", &truth_arg],
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let events = events(&output);
+    let (events, _, missed) = place.explore("builtin:tiny", "200");
     let end = ended(&events);
     assert_eq!(
         (end["status"].as_str(), end["reason"].as_str()),
@@ -202,8 +199,6 @@ fn a_crawl_ends_once_everything_it_found_is_explored() {
     let steps = end["steps"].as_u64().unwrap();
     assert!(steps < 200, "{steps} steps");
     // Every screen was shown before it ended.
-    let (_, reachable, _) = crate::explore::model_facts("builtin:tiny");
-    let missed: Vec<String> = reachable.difference(&shown(&truth)).cloned().collect();
     assert!(missed.is_empty(), "missed {missed:?}");
     // Nothing untried was left once, and the app relaunched with every route open again; the
     // last decision found nothing untried again, with nothing discovered in between.
@@ -212,10 +207,10 @@ fn a_crawl_ends_once_everything_it_found_is_explored() {
         .filter(|e| e["type"] == "decision")
         .filter_map(|e| e["actions"][0]["reasoning"].as_str())
         .collect();
-    let first = reasons
-        .iter()
-        .position(|r| *r == "nothing left to explore from here");
-    assert!(first.is_some(), "{reasons:?}");
+    assert!(
+        reasons.contains(&"nothing left to explore from here"),
+        "{reasons:?}"
+    );
     assert_eq!(
         reasons.last(),
         Some(&"everything the exploration found is explored")

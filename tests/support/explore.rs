@@ -223,7 +223,7 @@ pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) ->
             };
             run.events.extend(taken.events());
             read = note_shown(truth, read, step, &mut run.first_shown);
-            // As droid-crawl does: the rest of the budget would only relaunch the app.
+            // As droid-crawl does: the rest of the budget would go round the same moves.
             if stage.explored() {
                 break;
             }
