@@ -130,15 +130,19 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures")
+/// The shared fixtures, or `None` (and one line saying that `section` is skipped) without them.
+fn fixtures(section: &str) -> Option<PathBuf> {
+    droid::fixtures::available(&format!("bench section {section}"))
 }
 
 /// Parse (signatures included) and prune, per real dump.
 fn ui() {
+    let Some(fixtures) = fixtures("ui") else {
+        return;
+    };
     let mut dumps = Vec::new();
     for dir in ["uidump", "apps/notes/screens"] {
-        for entry in std::fs::read_dir(fixtures().join(dir)).expect("fixtures") {
+        for entry in std::fs::read_dir(fixtures.join(dir)).expect("fixtures") {
             let path = entry.expect("entry").path();
             if path.extension().is_some_and(|x| x == "xml") {
                 dumps.push(path);
@@ -361,15 +365,15 @@ fn phash() {
 /// The simulator's world on the real notes app: what one capture costs the device side.
 fn sim_world() {
     use droid::sim::{model::AppModel, render, world::World};
-    let spec = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/apps/notes/model.json"
-    );
-    let Ok(model) = AppModel::load(spec) else {
+    let Some(fixtures) = fixtures("sim_world") else {
+        return;
+    };
+    let spec = fixtures.join("apps/notes/model.json").display().to_string();
+    let Ok(model) = AppModel::load(&spec) else {
         println!("sim_world: skipped, {spec} not found");
         return;
     };
-    let load = median(5, || AppModel::load(spec).map(|m| m.screens().len()));
+    let load = median(5, || AppModel::load(&spec).map(|m| m.screens().len()));
     let mut world = World::new(model, Default::default());
     let _ = world.open_screen("s001");
     let dump = median(20, || world.hierarchy_xml());
@@ -481,7 +485,10 @@ fn capture() {
     use droid::sim::{fault::Latency, Sim, SimConfig};
 
     const RUNS: usize = 9;
-    let model = fixtures().join("apps/notes/model.json");
+    let Some(fixtures) = fixtures("capture") else {
+        return;
+    };
+    let model = fixtures.join("apps/notes/model.json");
     let mut config = SimConfig::new(model.to_string_lossy());
     config.latency = Latency::Realistic;
     let sim = Sim::start(config).expect("simulator");
@@ -1463,10 +1470,13 @@ fn with_screenshots(lines: Vec<String>, dir: &Path) -> Vec<String> {
 /// then rendering each format.
 fn report() {
     use droid::report::{self, Format, Report};
+    let Some(fixtures) = fixtures("report") else {
+        return;
+    };
     let fonts = report::pdf::Fonts::system().expect("fonts for the PDF");
     let crash = droid::crash::parse_crashes(
         &std::fs::read_to_string(
-            fixtures().join("device/logcat/fatal_exception_threadtime_tag_android7.txt"),
+            fixtures.join("device/logcat/fatal_exception_threadtime_tag_android7.txt"),
         )
         .expect("fixture"),
     )

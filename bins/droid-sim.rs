@@ -42,7 +42,7 @@ use droid::sim::{Sim, SimConfig};
         droid-sim --app builtin:shop --port 5037\n  \
         droid-sim --app apps/shop/model.json --describe\n  \
         droid-sim --check builtin:shop\n  \
-        droid-sim --check ../shared/fixtures/apps/notes/model.json --json | jq .ceiling\n  \
+        droid-sim --check builtin:settings --json | jq .ceiling\n  \
         droid-sim --app builtin:tiny --latency realistic --fault dump-error:0.1 --truth-log truth.jsonl\n  \
         adb -P 5037 -s emulator-5554 shell uiautomator dump && adb -P 5037 exec-out cat /sdcard/window_dump.xml"
 )]

@@ -286,14 +286,13 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/device/logcat")
-            .join(name);
+        let path = crate::fixtures::location().join("device/logcat").join(name);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
     #[test]
     fn threadtime_and_brief_blocks_of_one_bug_share_a_signature() {
+        crate::fixtures_or_skip!();
         let crashes = parse_crashes(&fixture("fatal_exception_threadtime_tag_android7.txt"));
         assert_eq!(crashes.len(), 2, "one block per Android version");
         let [new, old] = [&crashes[0], &crashes[1]];
@@ -317,6 +316,7 @@ mod tests {
 
     #[test]
     fn the_root_cause_names_the_crash() {
+        crate::fixtures_or_skip!();
         let studio = parse_crashes(&fixture("fatal_exception_androidstudio_style_android9.txt"));
         assert_eq!(studio.len(), 1);
         assert_eq!(studio[0].process, "com.ichi2.anki");
@@ -348,6 +348,7 @@ mod tests {
 
     #[test]
     fn anrs_in_both_formats() {
+        crate::fixtures_or_skip!();
         let threadtime = parse_anrs(&fixture("anr_threadtime_activitymanager_2021.txt"));
         assert_eq!(threadtime.len(), 1);
         assert_eq!(threadtime[0].package, "com.zxs.app");

@@ -15,6 +15,7 @@ pub mod device;
 pub mod events;
 pub mod explore;
 pub mod filter;
+pub mod fixtures;
 pub mod hash;
 pub mod integrations;
 pub mod record;

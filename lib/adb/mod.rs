@@ -697,10 +697,8 @@ mod tests {
 
     #[test]
     fn parses_real_devices_l_samples() {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/fixtures/device/cmd/"
-        );
+        crate::fixtures_or_skip!();
+        let dir = format!("{}/device/cmd/", crate::fixtures::location().display());
         let huawei = std::fs::read_to_string(format!("{dir}adb_devices_l_huawei_usb.txt")).unwrap();
         let devices = parse_devices_long(&huawei);
         assert_eq!(devices.len(), 1);

@@ -115,10 +115,7 @@ mod tests {
     use super::*;
 
     fn fixture(path: &str) -> String {
-        let full = format!(
-            "{}/../shared/fixtures/device/{path}",
-            env!("CARGO_MANIFEST_DIR")
-        );
+        let full = format!("{}/device/{path}", crate::fixtures::location().display());
         std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
     }
 
@@ -131,6 +128,7 @@ mod tests {
 
     #[test]
     fn window_displays_api29_plus_skips_the_notification_shade() {
+        crate::fixtures_or_skip!();
         let text = fixture("dumpsys/window_displays_android13_mtk_from_bugreport.txt");
         assert_eq!(
             foreground_from_dumpsys(&text),
@@ -140,6 +138,7 @@ mod tests {
 
     #[test]
     fn activity_activities_android13() {
+        crate::fixtures_or_skip!();
         let text = fixture("dumpsys/activity_activities_android13_mtk_tablet.txt");
         assert_eq!(
             foreground_from_dumpsys(&text),
@@ -149,6 +148,7 @@ mod tests {
 
     #[test]
     fn activity_activities_old_taskrecord() {
+        crate::fixtures_or_skip!();
         let text = fixture("dumpsys/activity_activities_old_taskrecord_android5or6_xtc.txt");
         assert_eq!(
             foreground_from_dumpsys(&text),
@@ -161,6 +161,7 @@ mod tests {
 
     #[test]
     fn window_windows_old_current_focus_takes_the_latest_line() {
+        crate::fixtures_or_skip!();
         let text = fixture("dumpsys/window_windows_mcurrentfocus_sequence_android4x_2015.txt");
         assert_eq!(
             foreground_from_dumpsys(&text),
@@ -173,6 +174,7 @@ mod tests {
 
     #[test]
     fn window_windows_tail_prefers_the_focused_window() {
+        crate::fixtures_or_skip!();
         let text = fixture("dumpsys/window_windows_tail_focus_android4x_car_1920x720.txt");
         assert_eq!(
             foreground_from_dumpsys(&text),
@@ -185,6 +187,7 @@ mod tests {
 
     #[test]
     fn window_windows_api29_plus_has_no_focus_lines() {
+        crate::fixtures_or_skip!();
         // These outputs carry no focus at all: the caller must fall back to another dumpsys.
         for path in [
             "dumpsys/window_windows_android13_mtk_from_bugreport.txt",
@@ -204,6 +207,7 @@ mod tests {
 
     #[test]
     fn wm_size_honours_the_override() {
+        crate::fixtures_or_skip!();
         let text = fixture("cmd/wm_size_physical_and_override.txt");
         assert_eq!(screen_size_from_wm(&text), Some((540, 1170)));
         assert_eq!(
@@ -215,6 +219,7 @@ mod tests {
 
     #[test]
     fn getprop_listing() {
+        crate::fixtures_or_skip!();
         let text = fixture("cmd/getprop_android13_mtk_tablet_full.txt");
         assert_eq!(
             getprop_value(&text, "ro.build.version.sdk").as_deref(),
@@ -226,6 +231,7 @@ mod tests {
 
     #[test]
     fn package_version() {
+        crate::fixtures_or_skip!();
         let text = fixture("dumpsys/package_settings_block_android13_from_bugreport.txt");
         assert_eq!(
             app_version_from_dumpsys(&text),

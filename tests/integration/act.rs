@@ -51,6 +51,7 @@ fn results(stdout: &[u8]) -> Vec<Value> {
 
 #[test]
 fn a_tap_on_a_recorded_target_reaches_the_recorded_screen() {
+    droid::fixtures_or_skip!();
     // model.json: s001 --click "Create a new note" [837,193,969,325]--> s002
     let sim = SimProc::notes(&[]);
     let out = run_act(&sim, &["tap", "903", "259"], "");
@@ -67,6 +68,7 @@ fn a_tap_on_a_recorded_target_reaches_the_recorded_screen() {
 
 #[test]
 fn decisions_resolve_through_the_preceding_observation() {
+    droid::fixtures_or_skip!();
     // s001 --click "More options" [969,193,1080,325]--> s008; the box is loose around it and
     // its centre snaps to the ImageView.
     let sim = SimProc::notes(&[]);
@@ -142,6 +144,7 @@ macro_rules! hostile_text {
         $(
             #[test]
             fn $name() {
+                droid::fixtures_or_skip!();
                 assert_typed_exactly($text);
             }
         )*
@@ -230,6 +233,7 @@ fn help_is_a_contract_and_usage_errors_exit_two() {
 
 #[test]
 fn verbs_drive_the_device() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     for verb in [
         &["home"][..],
@@ -263,6 +267,7 @@ fn verbs_drive_the_device() {
 
 #[test]
 fn verbs_say_why_the_device_refused_and_refuse_touches_off_the_screen() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let out = run_act(&sim, &["key", "nosuchkey"], "");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -290,6 +295,7 @@ fn verbs_say_why_the_device_refused_and_refuse_touches_off_the_screen() {
 
 #[test]
 fn a_launch_from_the_launcher_navigated_away_and_a_tap_on_nothing_did_not() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     assert!(run_act(&sim, &["home"], "").status.success());
     let launch = run_act(&sim, &["launch", NOTES_PACKAGE], "");
@@ -303,6 +309,7 @@ fn a_launch_from_the_launcher_navigated_away_and_a_tap_on_nothing_did_not() {
 
 #[test]
 fn a_relaunch_decided_by_droid_decide_restarts_the_app_through_droid_act() {
+    droid::fixtures_or_skip!();
     // Into the new-note dialog, then out to the launcher: the heuristic backs out once, then
     // relaunches, and the app starts again from its first screen, not from the dialog.
     let sim = SimProc::notes(&[]);
@@ -339,6 +346,7 @@ fn a_relaunch_decided_by_droid_decide_restarts_the_app_through_droid_act() {
 
 #[test]
 fn the_password_placeholder_is_typed_as_the_configured_password_and_never_echoed() {
+    droid::fixtures_or_skip!();
     const STORED: &str = "Stored-pw-4417";
     const FLAGGED: &str = "Flagged-pw-2291";
     let config_dir = tempfile::tempdir().unwrap();

@@ -51,6 +51,7 @@ pub fn write_png(path: &Path, image: &RgbImage) {
 
 #[test]
 fn builds_an_observation_from_a_dump() {
+    droid::fixtures_or_skip!();
     let dump = uidump("22_login_form_password.xml");
     let o = observation(&capture(&[
         "--from-xml",
@@ -75,6 +76,7 @@ fn builds_an_observation_from_a_dump() {
 
 #[test]
 fn package_and_activity_flags_win() {
+    droid::fixtures_or_skip!();
     let dump = uidump("41_u2python_format_webview_displayid.xml");
     let o = observation(&capture(&["--from-xml", &dump]));
     // The largest window, not the navigation bar listed first.
@@ -93,6 +95,7 @@ fn package_and_activity_flags_win() {
 
 #[test]
 fn a_black_screenshot_is_secure_and_sets_the_size() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let shot = dir.path().join("black.png");
     write_png(&shot, &RgbImage::new(108, 240));
@@ -122,6 +125,7 @@ fn a_black_screenshot_is_secure_and_sets_the_size() {
 
 #[test]
 fn a_progress_popup_is_loading() {
+    droid::fixtures_or_skip!();
     let o = observation(&capture(&[
         "--from-xml",
         &uidump("28_youtube_popup_emulator_newfmt.xml"),
@@ -133,6 +137,7 @@ fn a_progress_popup_is_loading() {
 
 #[test]
 fn malformed_inputs_exit_1_with_one_line() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let cmd = fixtures().join("device/cmd");
     let idle = cmd.join("uiautomator_dump_error_idle_FROM_SOURCE.txt");

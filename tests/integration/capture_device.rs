@@ -29,6 +29,7 @@ fn capture(sim: &SimProc, extra: &[&str]) -> Vec<Value> {
 
 #[test]
 fn a_capture_of_the_notes_app_is_its_start_screen() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let observations = capture(&sim, &["--run", "run-7"]);
     assert_eq!(observations.len(), 1);
@@ -78,6 +79,7 @@ fn a_capture_of_the_notes_app_is_its_start_screen() {
 
 #[test]
 fn count_interval_and_no_screenshot() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let observations = capture(
         &sim,
@@ -128,6 +130,7 @@ fn an_unreachable_server_is_a_clear_error_and_exit_one() {
 
 #[test]
 fn a_device_that_blinks_is_waited_for_and_every_capture_succeeds() {
+    droid::fixtures_or_skip!();
     // Every 5 device commands the device vanishes for 0.3 s; one capture needs about seven.
     let sim = SimProc::notes(&["--fault", "disconnect-after:5:0.3"]);
     let observations = capture(&sim, &["--count", "4"]);
@@ -137,6 +140,7 @@ fn a_device_that_blinks_is_waited_for_and_every_capture_succeeds() {
 
 #[test]
 fn a_device_that_stays_away_fails_after_the_wait_with_a_clear_error() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&["--fault", "disconnect-after:3:60"]);
     let out = droid("droid-capture")
         .args(sim.flags())

@@ -9,9 +9,11 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `../shared/fixtures`, the real-world samples every test reads as they are.
+/// The shared real-world samples every test reads as they are (see [`droid::fixtures`]). A
+/// test that reads them starts with `droid::fixtures_or_skip!()`, which skips it when they are
+/// not there.
 pub fn fixtures() -> PathBuf {
-    root().join("../shared/fixtures")
+    droid::fixtures::location()
 }
 
 /// Path of one of this package's binaries (built by `cargo test` beside the test binary).

@@ -88,6 +88,7 @@ fn targets(actions: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn a_one_shot_decide_learns_the_tried_actions_from_crawler_db() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crawler.db");

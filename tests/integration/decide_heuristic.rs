@@ -92,6 +92,7 @@ fn labels_of(observation: &Observation, actions: &[Action]) -> Vec<String> {
 
 #[test]
 fn editable_fields_are_filled_first_with_test_credentials() {
+    droid::fixtures_or_skip!();
     let observation = login_form();
     let mut heuristic = Heuristic::new(0, credentials());
     let choice = heuristic.decide(&Screen::of(&observation));
@@ -844,6 +845,7 @@ fn observation_line(step: u64) -> String {
 
 #[test]
 fn stage_passes_lines_through_and_adds_one_decision_per_observation() {
+    droid::fixtures_or_skip!();
     let custom = r#"{"type":"custom_thing","v":1,"x":[1, 2]}"#;
     let result = r#"{"type":"result","v":1,"run_id":"r1","step":1,"index":0,"action_type":"input","success":true}"#;
     let (first, second) = (observation_line(1), observation_line(2));
@@ -895,6 +897,7 @@ fn stage_passes_lines_through_and_adds_one_decision_per_observation() {
 
 #[test]
 fn without_package_or_run_started_the_first_screens_app_is_the_one_under_test() {
+    droid::fixtures_or_skip!();
     // The app's login form, then a browser it opened: the browser is left, not explored.
     let app = observation_line(1);
     let mut browser = login_form();
@@ -943,6 +946,7 @@ fn three_decisions(decider: &str, seed: &str) -> Vec<(Value, Value)> {
 
 #[test]
 fn random_stage_is_seeded() {
+    droid::fixtures_or_skip!();
     let actions = |seed: &str| three_decisions("random", seed);
     let first = actions("11");
     assert_eq!(first.len(), 3);
@@ -952,6 +956,7 @@ fn random_stage_is_seeded() {
 
 #[test]
 fn dfs_stage_is_seeded_and_tries_a_widget_once() {
+    droid::fixtures_or_skip!();
     let actions = |seed: &str| three_decisions("dfs", seed);
     let first = actions("11");
     assert_eq!(first.len(), 3);
@@ -989,6 +994,7 @@ fn dfs_explores_a_bundled_app_and_backs_out_of_exhausted_screens() {
 
 #[test]
 fn stage_runs_in_process_over_a_reader_and_a_writer() {
+    droid::fixtures_or_skip!();
     let input = format!("{}\n", observation_line(1));
     let (outcome, output) = heuristic_stage(Vec::new(), &input);
     assert_eq!((outcome.lines, outcome.bad_lines), (1, 0));

@@ -58,6 +58,7 @@ fn lmstudio_v1_models(names: &[&str]) -> Value {
 
 #[test]
 fn lmstudio_vision_comes_from_its_api_v0_models() {
+    droid::fixtures_or_skip!();
     let native = fixture("openai_compat/lmstudio_api_v0_models_doc.json");
     let names = ["qwen2-vl-7b-instruct", "meta-llama-3.1-8b-instruct"];
     let server = serving(vec![
@@ -81,6 +82,7 @@ fn lmstudio_vision_comes_from_its_api_v0_models() {
 
 #[test]
 fn lmstudio_vision_comes_from_its_api_v1_models() {
+    droid::fixtures_or_skip!();
     // LM Studio 0.4: `type` is "llm" for this vision model; `capabilities.vision` says it.
     let native = fixture("openai_compat/lmstudio_api_v1_models_excerpt_doc.json");
     // A server naming no owner is asked as LM Studio is.
@@ -110,6 +112,7 @@ fn a_hosted_api_naming_its_models_makers_is_not_asked_for_local_endpoints() {
 
 #[test]
 fn llamacpp_vision_comes_from_its_models_list_or_its_props() {
+    droid::fixtures_or_skip!();
     // A newer llama-server says it in /v1/models: this one serves a text model.
     let listed = fixture("openai_compat/llamacpp_models_response_doc.json");
     let props = fixture("openai_compat/llamacpp_props_modalities_excerpt_doc.json");
@@ -146,6 +149,7 @@ fn llamacpp_vision_comes_from_its_models_list_or_its_props() {
 
 #[test]
 fn vllm_says_nothing_about_vision_and_is_not_probed() {
+    droid::fixtures_or_skip!();
     let listed = fixture("openai_compat/vllm_models_response_real.json");
     let server = serving(vec![("/v1/models", reply(200, &listed))]);
     assert!(models(&server.base, false).is_empty());
@@ -168,6 +172,7 @@ fn vllm_says_nothing_about_vision_and_is_not_probed() {
 
 #[test]
 fn llamacpp_without_mmproj_stops_the_stage_at_once() {
+    droid::fixtures_or_skip!();
     let body = fixture("openai_compat/llamacpp_error_image_without_mmproj_real.json");
     let server = serving(vec![("/v1/chat/completions", reply(500, &body))]);
     let output = decide_steps("openai", &server.base, 2, &[]);
@@ -243,6 +248,7 @@ fn sent_key(request: &Seen) -> bool {
 
 #[test]
 fn vllm_decides_in_text_mode_for_its_served_model() {
+    droid::fixtures_or_skip!();
     // vLLM answers OpenAI's chat.completion shape (no captured vLLM body among the fixtures:
     // the Ollama /v1 shape fixture stands in, named for the model vLLM serves).
     let served = fixture("openai_compat/vllm_models_response_real.json")["data"][0]["id"].clone();
@@ -267,6 +273,7 @@ fn vllm_decides_in_text_mode_for_its_served_model() {
 
 #[test]
 fn lmstudio_decides_with_a_json_schema_it_accepts() {
+    droid::fixtures_or_skip!();
     let model = "qwen2-vl-7b-instruct";
     let mut answer = answering(
         fixture("ollama/v1_chat_completions_response_shape.json"),
@@ -297,6 +304,7 @@ fn lmstudio_decides_with_a_json_schema_it_accepts() {
 
 #[test]
 fn llamacpp_decides_through_its_extra_fields_and_an_empty_choice_list_is_no_answer() {
+    droid::fixtures_or_skip!();
     // llama-server's answer with its timings and token details; the doc abridges `choices` to
     // [], so the choice is the Ollama /v1 fixture's, carrying the decision. It names no model.
     let documented = fixture("openai_compat/llamacpp_response_extra_fields_doc.json");
@@ -323,6 +331,7 @@ fn llamacpp_decides_through_its_extra_fields_and_an_empty_choice_list_is_no_answ
 
 #[test]
 fn a_groq_like_server_decides_past_its_reasoning_fields() {
+    droid::fixtures_or_skip!();
     // Groq's answer (through OpenRouter, real): reasoning fields beside the content, no usage.
     let answer = answering(
         fixture("openrouter/chat_response_real_qwen3_groq_reasoning_partial.json"),
@@ -341,6 +350,7 @@ fn a_groq_like_server_decides_past_its_reasoning_fields() {
 
 #[test]
 fn ollama_v1_decides_in_vision_mode() {
+    droid::fixtures_or_skip!();
     let answer = answering(
         fixture("ollama/v1_chat_completions_response_shape.json"),
         decision_text(),

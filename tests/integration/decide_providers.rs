@@ -202,6 +202,7 @@ pub(crate) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 #[test]
 fn gemini_success_with_fenced_json() {
+    droid::fixtures_or_skip!();
     let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
     body["candidates"][0]["content"]["parts"][0]["text"] =
         Value::from(format!("```json\n{}\n```", decision_text()));
@@ -237,6 +238,7 @@ fn gemini_success_with_fenced_json() {
 
 #[test]
 fn a_system_prompt_file_replaces_the_default_entirely() {
+    droid::fixtures_or_skip!();
     let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
     body["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
     let server = Server::start(move |_, _| reply(200, &body));
@@ -284,6 +286,7 @@ fn a_system_prompt_file_replaces_the_default_entirely() {
 
 #[test]
 fn a_thinking_model_answer_counts_its_thoughts_and_reads_only_the_answer() {
+    droid::fixtures_or_skip!();
     // As it is: a caption, not a decision; 1 294 tokens in, 125 + 1 071 thinking out.
     let thinking = fixture("gemini/generateContent_response_thinking_model_shape.json");
     let mut with_thought = thinking.clone();
@@ -314,6 +317,7 @@ fn a_thinking_model_answer_counts_its_thoughts_and_reads_only_the_answer() {
 
 #[test]
 fn a_reasoning_model_on_openrouter_is_read_from_its_content_not_its_reasoning() {
+    droid::fixtures_or_skip!();
     // As it is: a greeting in `content`, the reasoning beside it.
     let greeting = fixture("openrouter/chat_response_real_qwen3_groq_reasoning_partial.json");
     let mut answer = greeting.clone();
@@ -339,6 +343,7 @@ fn a_reasoning_model_on_openrouter_is_read_from_its_content_not_its_reasoning() 
 
 #[test]
 fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_one() {
+    droid::fixtures_or_skip!();
     // The cookbook answer as it is: fenced JSON, but a product description, not actions.
     let body = fixture("gemini/generateContent_response_image_cookbook.json");
     let server = Server::start(move |_, _| reply(200, &body));
@@ -367,6 +372,7 @@ fn gemini_answer_without_actions_is_an_invalid_response_and_the_next_asks_for_on
 
 #[test]
 fn an_answer_with_several_actions_where_one_was_asked_for_keeps_the_first() {
+    droid::fixtures_or_skip!();
     // Step 1's answer is unusable, so step 2 asks for one action; the model still sends three.
     let bad = fixture("gemini/generateContent_response_image_cookbook.json");
     let mut three = bad.clone();
@@ -402,6 +408,7 @@ fn an_answer_with_several_actions_where_one_was_asked_for_keeps_the_first() {
 
 #[test]
 fn openrouter_success_with_prose_wrapped_json() {
+    droid::fixtures_or_skip!();
     let mut body = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
     body["choices"][0]["message"]["content"] =
         Value::from(format!("Here is my plan: {} Good luck!", decision_text()));
@@ -428,6 +435,7 @@ fn openrouter_success_with_prose_wrapped_json() {
 
 #[test]
 fn ollama_success_checks_vision_first() {
+    droid::fixtures_or_skip!();
     let mut chat = fixture("ollama/chat_response_structured_schema.json");
     chat["message"]["content"] = Value::from(decision_text());
     let show = fixture("ollama/show_response_gemma4_openapi.json");
@@ -488,6 +496,7 @@ pub(crate) fn error_note(events: &[Value]) -> &Value {
 
 #[test]
 fn a_failed_vision_check_is_kept_in_the_note_that_stops_the_stage() {
+    droid::fixtures_or_skip!();
     let missing = &fixture("ollama/errors_native.json")["show_model_missing_404"];
     let status = missing["status"].as_u64().unwrap() as u16;
     let (output, server) = ollama_showing(status, missing["body"].clone(), "llava:13b");
@@ -504,6 +513,7 @@ fn a_failed_vision_check_is_kept_in_the_note_that_stops_the_stage() {
 
 #[test]
 fn ollama_text_only_model_refuses_images_clearly() {
+    droid::fixtures_or_skip!();
     // The documented show body is a text model's but for its capabilities: with a text model's,
     // nothing says it takes images.
     let text_model = with_capabilities(llava_show(), Some(json!(["completion"])));
@@ -519,6 +529,7 @@ fn ollama_text_only_model_refuses_images_clearly() {
 
 #[test]
 fn openai_compatible_text_mode_sends_the_tree() {
+    droid::fixtures_or_skip!();
     let mut body = fixture("ollama/v1_chat_completions_response_shape.json");
     body["choices"][0]["message"]["content"] =
         Value::from(json!({"actions": [{"action": "click", "ref": 1, "action_desc": "Login", "reasoning": "r"}]}).to_string());
@@ -577,6 +588,7 @@ pub(crate) fn failing(
 
 #[test]
 fn invalid_keys_stop_without_retry() {
+    droid::fixtures_or_skip!();
     let cases = [
         (
             "gemini",
@@ -608,6 +620,7 @@ fn invalid_keys_stop_without_retry() {
 
 #[test]
 fn missing_models_stop_with_the_server_message() {
+    droid::fixtures_or_skip!();
     let cases = [
         (
             "gemini",
@@ -647,6 +660,7 @@ pub(crate) fn fallback_ai(events: &[Value]) -> &Value {
 
 #[test]
 fn rate_limits_without_a_hint_back_off_three_times() {
+    droid::fixtures_or_skip!();
     let cases = [
         (
             "gemini",
@@ -688,6 +702,7 @@ fn rate_limits_without_a_hint_back_off_three_times() {
 
 #[test]
 fn a_rate_limit_hint_longer_than_the_retries_may_wait_is_not_retried() {
+    droid::fixtures_or_skip!();
     let in_30s = (std::time::SystemTime::now() + Duration::from_secs(30))
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -765,6 +780,7 @@ fn wait_after_429(headers: Vec<(String, String)>) -> u64 {
 
 #[test]
 fn rate_limit_hints_from_headers_set_the_wait() {
+    droid::fixtures_or_skip!();
     // The fixture's own X-RateLimit-Reset has passed: --retry-base-ms.
     assert_eq!(wait_after_429(Vec::new()), 5);
     let header = |name: &str, value: String| vec![(name.to_string(), value)];
@@ -792,6 +808,7 @@ fn rate_limit_hints_from_headers_set_the_wait() {
 
 #[test]
 fn openrouter_daily_quota_is_not_retried() {
+    droid::fixtures_or_skip!();
     for name in [
         "error_429_free_models_per_day_real.json",
         "error_429_free_daily_with_limit_source_real.json",
@@ -808,6 +825,7 @@ fn openrouter_daily_quota_is_not_retried() {
 
 #[test]
 fn request_errors_fall_back_without_retry() {
+    droid::fixtures_or_skip!();
     let cases = [
         (
             "openai",
@@ -883,6 +901,7 @@ fn request_errors_fall_back_without_retry() {
 
 #[test]
 fn server_errors_and_timeouts_are_retried_twice() {
+    droid::fixtures_or_skip!();
     let busy = fixture("ollama/errors_native.json")["queue_full_503"]["body"].clone();
     let show = fixture("ollama/show_response_gemma4_openapi.json");
     let server = Server::start(move |seen, _| match seen.url.as_str() {
@@ -985,6 +1004,7 @@ fn capabilities_before_0_6_8() -> Vec<(String, Value)> {
 
 #[test]
 fn ollama_vision_detection_for_each_capabilities_variant() {
+    droid::fixtures_or_skip!();
     // A 0.6.5-0.6.7 server: gemma3 and mistral-small3.1 say "vision"; the projector models
     // (llava, llama3.2-vision, ...) do not, but report their mmproj in projector_info.
     let capabilities = capabilities_before_0_6_8();
@@ -1066,6 +1086,7 @@ fn ollama_vision_detection_for_each_capabilities_variant() {
 
 #[test]
 fn model_lists_show_only_vision_models() {
+    droid::fixtures_or_skip!();
     let mut entries = fixture("openrouter/models_list_response_openapi_example.json");
     entries["data"].as_array_mut().unwrap().push(fixture(
         "openrouter/models_entry_vision_fixture_gpt5mini.json",
@@ -1157,6 +1178,7 @@ fn help_names_every_key_and_endpoint_variable() {
 
 #[test]
 fn keys_come_from_the_environment_and_are_required() {
+    droid::fixtures_or_skip!();
     let output = droid("droid-decide")
         .args(["--decider", "gemini"])
         .stdin(Stdio::null())
@@ -1199,6 +1221,7 @@ pub fn store_secret(config_db: &std::path::Path, key: &str, value: &str) {
 
 #[test]
 fn keys_resolve_flag_then_user_config_then_environment() {
+    droid::fixtures_or_skip!();
     const STORED: &str = "sk-stored-in-user-config-0b1c";
     const FROM_ENV: &str = "sk-from-environment-9d8e";
     let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
@@ -1262,6 +1285,7 @@ fn decide_with_env_key(server: &Server, key: &str, dir: &std::path::Path) -> Out
 
 #[test]
 fn a_key_read_with_a_line_break_is_trimmed_and_an_unusable_one_stops_unquoted() {
+    droid::fixtures_or_skip!();
     let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
     body["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
     let server = Server::start(move |_, _| reply(200, &body));
@@ -1323,6 +1347,7 @@ fn record(db: &std::path::Path, output: &Output) {
 
 #[test]
 fn a_one_shot_decide_keeps_the_ask_for_one_action_and_forgets_a_stuck_reason_told() {
+    droid::fixtures_or_skip!();
     // Step 1's answer is unusable, step 2's too, step 3's good: a decide per step, learning
     // the run from crawler.db, asks step 2 and step 3 for one action, and step 4 for a batch.
     let mut good = fixture("gemini/generateContent_response_image_cookbook.json");
@@ -1367,6 +1392,7 @@ fn a_one_shot_decide_keeps_the_ask_for_one_action_and_forgets_a_stuck_reason_tol
 
 #[test]
 fn refusals_that_asking_again_cannot_change_stop_with_a_note_of_the_attempt() {
+    droid::fixtures_or_skip!();
     let examples = fixture("openrouter/error_docs_examples.json");
     let ollama_v1 = fixture("ollama/errors_openai_compat.json");
     let cases = [
@@ -1419,6 +1445,7 @@ fn refusals_that_asking_again_cannot_change_stop_with_a_note_of_the_attempt() {
 
 #[test]
 fn the_same_refusal_three_steps_in_a_row_stops_the_stage_in_one_process_or_per_step() {
+    droid::fixtures_or_skip!();
     // vLLM serving a model that takes one image per request: the same 400 on every step.
     let body = fixture("openai_compat/vllm_error_too_many_images_real.json");
     let server = Server::start(move |_, _| reply(400, &body));
@@ -1511,6 +1538,7 @@ fn key_paths(value: &Value, prefix: &str, paths: &mut std::collections::BTreeSet
 
 #[test]
 fn requests_have_the_shape_of_each_providers_documented_request() {
+    droid::fixtures_or_skip!();
     let mut gemini = fixture("gemini/generateContent_response_image_cookbook.json");
     gemini["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
     let mut chat = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
@@ -1583,6 +1611,7 @@ fn requests_have_the_shape_of_each_providers_documented_request() {
 
 #[test]
 fn text_a_model_asks_to_type_reaches_the_decision_as_it_was_written() {
+    droid::fixtures_or_skip!();
     // Shell in the text is text: droid-act types it (tests/integration/act.rs hostile_text).
     let hostile = "$(reboot); rm -rf / && echo \"x\" 'y' `id` | sh\n\\n%s ☃";
     let answer = json!({"actions": [{"action": "input", "action_desc": "type", "reasoning": "r",

@@ -152,6 +152,7 @@ pub fn text_at(device: &dyn Device, bounds: [i32; 4]) -> String {
 
 #[test]
 fn facade_reads_the_simulated_notes_app() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let device = sim.device();
     assert_eq!(device.serial(), sim.serial);
@@ -174,6 +175,7 @@ fn facade_reads_the_simulated_notes_app() {
 
 #[test]
 fn raw_screenshots_convert_to_the_same_picture() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let png = sim.device().screenshot().unwrap();
     let raw = AdbDevice::connect(DeviceConfig {
@@ -191,6 +193,7 @@ fn raw_screenshots_convert_to_the_same_picture() {
 
 #[test]
 fn typed_text_appears_exactly_in_the_next_dump() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let device = sim.device();
     let (x, y) = droid::ui::Bounds::from(NOTE_BODY).center();
@@ -201,6 +204,7 @@ fn typed_text_appears_exactly_in_the_next_dump() {
 
 #[test]
 fn non_ascii_text_without_the_ime_fails_clearly_and_types_nothing() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&[]);
     let device = sim.device();
     let before = text_at(&device, NOTE_BODY);
@@ -212,6 +216,7 @@ fn non_ascii_text_without_the_ime_fails_clearly_and_types_nothing() {
 
 #[test]
 fn non_ascii_text_goes_through_the_adb_keyboard_ime_once_selected() {
+    droid::fixtures_or_skip!();
     const IME: &str = "com.android.adbkeyboard/.AdbIME";
     let sim = SimProc::notes(&["--ime", "adbkeyboard"]);
     let device = sim.device();
@@ -230,6 +235,7 @@ fn non_ascii_text_goes_through_the_adb_keyboard_ime_once_selected() {
 
 #[test]
 fn dump_errors_are_retried() {
+    droid::fixtures_or_skip!();
     // Half the dumps fail with "could not get idle state" (from a fixed seed, so runs repeat).
     let sim = SimProc::notes(&["--fault", "dump-error:0.5"]);
     let device = AdbDevice::connect(DeviceConfig {
@@ -252,6 +258,7 @@ fn dump_errors_are_retried() {
 
 #[test]
 fn a_disconnecting_device_gives_a_clear_error_not_a_hang() {
+    droid::fixtures_or_skip!();
     let sim = SimProc::notes(&["--fault", "disconnect-after:3"]);
     let device = AdbDevice::connect(DeviceConfig {
         server: ServerConfig {

@@ -342,6 +342,7 @@ fn ask_sim(port: u16, input: &[u8]) {
 
 #[test]
 fn parsers_survive_mutated_real_inputs() {
+    droid::fixtures_or_skip!();
     let seconds: Option<u64> = std::env::var("DROID_FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok());

@@ -95,6 +95,7 @@ const CLOSE: u32 = 5;
 
 #[test]
 fn distinct_real_layouts_are_more_than_5_bits_apart_in_most_pairs() {
+    droid::fixtures_or_skip!();
     let screens: Vec<(String, u64)> = crate::ui::all_dumps()
         .into_iter()
         .filter(|p| p.to_string_lossy().contains("apps/notes"))
@@ -121,6 +122,7 @@ fn distinct_real_layouts_are_more_than_5_bits_apart_in_most_pairs() {
 
 #[test]
 fn xml_hash_is_stable_and_64_hex() {
+    droid::fixtures_or_skip!();
     let dump = uidump("29_youtube_emulator_720x1280_newfmt.xml");
     let first = json(&hash(&["--xml", dump.to_str().unwrap(), "--structure"]));
     let second = json(&hash(&["--xml", dump.to_str().unwrap(), "--structure"]));
@@ -154,6 +156,7 @@ fn stable_view(xml: &str) -> Vec<(String, String, String, String, bool, [i32; 4]
 
 #[test]
 fn dumps_share_a_layout_hash_only_when_they_differ_in_volatile_attributes() {
+    droid::fixtures_or_skip!();
     let mut seen = std::collections::HashMap::new();
     for path in crate::ui::all_dumps() {
         let text = std::fs::read_to_string(&path).unwrap();
@@ -173,6 +176,7 @@ fn dumps_share_a_layout_hash_only_when_they_differ_in_volatile_attributes() {
 /// the layout hash, anything else does.
 #[test]
 fn layout_hash_ignores_the_volatile_attributes() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         // (fixture, from, to, same hash?)
@@ -233,6 +237,7 @@ fn layout_hash_ignores_the_volatile_attributes() {
 
 #[test]
 fn scrolling_a_list_keeps_the_layout_hash() {
+    droid::fixtures_or_skip!();
     // 25's settings list is scrollable: moving a row inside it is a scroll offset.
     let text = std::fs::read_to_string(uidump("25_settings_samsung.xml")).unwrap();
     let elements = droid::ui::parse(&text).unwrap();
@@ -292,6 +297,7 @@ fn distance_of_known_hashes() {
 
 #[test]
 fn malformed_inputs_exit_1_with_one_line() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("fake.png");
     std::fs::write(&fake, "this is not a png").unwrap();
@@ -342,6 +348,7 @@ fn observations(stdout: &[u8]) -> Vec<Observation> {
 
 #[test]
 fn filter_enriches_observations_and_passes_the_rest_through() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let shot = dir.path().join("shot.png");
     write_png(&shot, &screen(&[0, 2, 7]));
@@ -393,6 +400,7 @@ fn filter_enriches_observations_and_passes_the_rest_through() {
 
 #[test]
 fn filter_with_a_missing_screenshot_notes_it_and_keeps_the_layout_hash() {
+    droid::fixtures_or_skip!();
     let dump = uidump("22_login_form_password.xml");
     let line = capture_line(&["--from-xml", dump.to_str().unwrap()]);
     let mut value: Value = serde_json::from_str(&line).unwrap();
@@ -437,6 +445,7 @@ fn filter_reports_bad_lines_by_number_and_exits_1() {
 
 #[test]
 fn inline_xml_is_hashed_too() {
+    droid::fixtures_or_skip!();
     let xml = std::fs::read_to_string(uidump("06_launcher_com_android_launcher.xml")).unwrap();
     let line = serde_json::json!({"type": "observation", "v": 1, "xml": xml}).to_string();
     let out = hash_stdin(&format!("{line}\n"));
@@ -471,6 +480,7 @@ fn a_closed_stdout_is_a_normal_end() {
 
 #[test]
 fn over_deep_dumps_are_refused_by_every_entry_point_and_the_filter_goes_on() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     // Far past the depth at which the XML parser's recursion overflowed the stack (~13,000).
     let deep = dir.path().join("deep.xml");

@@ -466,6 +466,7 @@ fn declared_activities_come_from_the_pulled_apk_as_aapt_reads_it() {
 
 #[test]
 fn pm_path_outputs_of_real_devices_name_the_base_apk() {
+    droid::fixtures_or_skip!();
     let dir = fixtures().join("device/cmd");
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
     let (base, splits) =
@@ -627,6 +628,7 @@ fn mobsf_for(server: &Replay, key: &str) -> Mobsf {
 
 #[test]
 fn mobsf_scans_the_crawled_apk_and_saves_both_reports() {
+    droid::fixtures_or_skip!();
     let phone = Phone::new(json!({"apk": {"splits": ["config.xxhdpi"]}}));
     let session = phone.session();
     let server = mobsf_server(None);
@@ -688,6 +690,7 @@ fn mobsf_scans_the_crawled_apk_and_saves_both_reports() {
 
 #[test]
 fn mobsf_error_bodies_end_in_notes_that_say_what_mobsf_said() {
+    droid::fixtures_or_skip!();
     let phone = Phone::new(json!({}));
     let session = phone.session();
     let apk = droid::integrations::activities::pull_apk(phone.adb(), TINY, &session)
@@ -893,6 +896,7 @@ fn all_bytes(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 
 #[test]
 fn a_crawl_with_every_integration_fills_run_stats_and_the_reports() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let model = model_with(
         dir.path(),
@@ -1069,6 +1073,7 @@ fn integrations_that_cannot_work_are_warnings_and_the_crawl_goes_on() {
 
 #[test]
 fn a_past_run_is_analysed_by_mobsf_and_its_figures_join_the_run() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let (events, stderr, code) = crawl_in(dir.path(), "builtin:tiny", &["--max-steps", "3"], &[]);
     assert_eq!(code, Some(0), "{stderr}");

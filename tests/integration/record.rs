@@ -358,6 +358,7 @@ fn count(db: &Path, sql: &str) -> i64 {
 
 #[test]
 fn feeding_an_export_twice_changes_nothing_and_rebuild_reproduces_it() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let lines = NotesCrawl::load().lines(Some("notes-1"), 60);
     let first = dir.path().join("first.db");
@@ -434,6 +435,7 @@ fn feeding_an_export_twice_changes_nothing_and_rebuild_reproduces_it() {
 
 #[test]
 fn a_bad_line_is_named_skipped_and_the_rest_recorded() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let mut lines = NotesCrawl::load().lines(Some("bad-1"), 8);
     let good = lines.clone();
@@ -465,6 +467,7 @@ fn a_bad_line_is_named_skipped_and_the_rest_recorded() {
 
 #[test]
 fn kill_9_mid_ingest_leaves_whole_steps_and_cleanup_marks_the_run_error() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let lines = NotesCrawl::load().lines(Some("killed"), 400);
@@ -571,6 +574,7 @@ fn kill_9_mid_ingest_leaves_whole_steps_and_cleanup_marks_the_run_error() {
 
 #[test]
 fn events_without_a_run_open_one_and_later_ones_join_it() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let crawl = NotesCrawl::load();
@@ -608,6 +612,7 @@ fn events_without_a_run_open_one_and_later_ones_join_it() {
 
 #[test]
 fn runs_lists_and_delete_removes_the_run_and_its_session_folder() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let session = dir.path().join("output_data/emulator-5554_notes_0101_1000");
@@ -657,6 +662,7 @@ fn runs_lists_and_delete_removes_the_run_and_its_session_folder() {
 
 #[test]
 fn delete_removes_only_what_droid_wrote_for_the_run() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     // A run whose run_started names a folder droid never created: the folder stays.
@@ -706,6 +712,7 @@ fn delete_removes_only_what_droid_wrote_for_the_run() {
 
 #[test]
 fn deleting_a_hand_made_run_removes_the_captures_droid_wrote_and_nothing_else() {
+    droid::fixtures_or_skip!();
     let sim = crate::device::SimProc::notes(&[]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
@@ -760,6 +767,7 @@ fn deleting_a_hand_made_run_removes_the_captures_droid_wrote_and_nothing_else() 
 
 #[test]
 fn queries_journal_visits_unexplored_and_paths() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let lines = NotesCrawl::load().lines(Some("q"), 40);
@@ -943,6 +951,7 @@ fn config_set_with_nothing_on_stdin_refuses_and_stores_nothing() {
 
 #[test]
 fn cleanup_spares_a_hand_made_pipe_between_steps_and_a_late_step_keeps_the_end() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let mut lines = NotesCrawl::load().lines(Some("by-hand"), 4);

@@ -584,6 +584,7 @@ fn running_paused_stopped_and_errored_runs_report_in_every_format() {
 /// Android versions is one group of two.
 #[test]
 fn real_crash_and_anr_texts_group_by_signature() {
+    droid::fixtures_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crawler.db");
     let logcat = fixtures().join("device/logcat");

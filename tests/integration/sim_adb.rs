@@ -313,6 +313,7 @@ fn adb_sees_the_faults_as_a_device_would_show_them() {
 
 #[test]
 fn describe_reports_the_fixture_notes_app() {
+    droid::fixtures_or_skip!();
     let model = fixtures().join("apps/notes/model.json");
     let out = droid("droid-sim")
         .args(["--app", model.to_str().unwrap(), "--describe"])

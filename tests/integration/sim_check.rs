@@ -111,6 +111,7 @@ fn check_walks_every_screen_of_a_bundled_app() {
 
 #[test]
 fn check_finds_the_ceiling_of_a_recorded_app_and_prints_a_table() {
+    droid::fixtures_or_skip!();
     let model = fixtures().join("apps/acrylic/model.json");
     let model = model.to_string_lossy();
     let report = check_json(&model);
@@ -141,6 +142,7 @@ fn check_finds_the_ceiling_of_a_recorded_app_and_prints_a_table() {
 
 #[test]
 fn every_screen_of_a_recorded_list_app_is_within_a_testers_reach() {
+    droid::fixtures_or_skip!();
     // Rows with icons laid over their buttons, fields focused by a recorded tap, toolbars inside
     // the bounds of the list that scrolls under them: each cost screens before touches were
     // dispatched as Android does.

@@ -189,6 +189,7 @@ fn walk_every_transition(spec: &str, aim: Aim) -> Vec<String> {
 
 #[test]
 fn the_real_notes_app_loads_and_every_recorded_transition_walks() {
+    droid::fixtures_or_skip!();
     let model = AppModel::load(&notes_spec()).unwrap();
     assert_eq!(model.package(), "com.simplemobiletools.notes.pro");
     assert_eq!(model.screens().len(), 51);
@@ -199,6 +200,7 @@ fn the_real_notes_app_loads_and_every_recorded_transition_walks() {
 
 #[test]
 fn tapping_the_clickable_element_around_a_target_fires_it_too() {
+    droid::fixtures_or_skip!();
     for spec in [
         notes_spec(),
         "builtin:shop".into(),
@@ -230,6 +232,7 @@ fn bundled_apps_load_and_every_transition_walks() {
 
 #[test]
 fn describe_lists_the_screens_reachable_from_start() {
+    droid::fixtures_or_skip!();
     let model = AppModel::load(&notes_spec()).unwrap();
     let text = model.describe();
     assert!(text.contains("51 screens"), "{text}");
@@ -702,6 +705,7 @@ fn the_truth_log_records_screens_and_inputs_as_received() {
 
 #[test]
 fn the_dump_of_a_recorded_screen_keeps_its_attributes() {
+    droid::fixtures_or_skip!();
     let mut w = world(&notes_spec());
     w.open_screen("s001").unwrap();
     let xml = w.hierarchy_xml();
@@ -761,6 +765,7 @@ fn identical_screens_render_identical_bytes() {
 
 #[test]
 fn distinct_screens_differ_in_perceptual_hash() {
+    droid::fixtures_or_skip!();
     let shots = screen_hashes();
     let (mut pairs, mut far, mut same_app_pairs, mut same_app_far) = (0, 0, 0, 0);
     for (i, a) in shots.iter().enumerate() {

@@ -42,6 +42,7 @@ fn node_tags(xml: &str) -> usize {
 
 #[test]
 fn every_dump_parses_into_one_element_per_node() {
+    droid::fixtures_or_skip!();
     for path in all_dumps() {
         let xml = read(&path);
         let elements = parse(&xml).unwrap_or_else(|e| panic!("{}: {e}", name(&path)));
@@ -56,6 +57,7 @@ fn every_dump_parses_into_one_element_per_node() {
 
 #[test]
 fn no_text_keeps_an_undecoded_entity() {
+    droid::fixtures_or_skip!();
     let entities = ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#"];
     let mut decoded_somewhere = 0;
     for path in all_dumps() {
@@ -80,6 +82,7 @@ fn no_text_keeps_an_undecoded_entity() {
 
 #[test]
 fn every_actionable_element_on_screen_has_a_ref_unless_repeated() {
+    droid::fixtures_or_skip!();
     for path in all_dumps() {
         let mut elements = parse(&read(&path)).unwrap();
         let pruned = prune_report(&mut elements);
@@ -112,6 +115,7 @@ fn every_actionable_element_on_screen_has_a_ref_unless_repeated() {
 /// The size table of docs/ui-tree.md (`cargo test --test integration ui::tree_size -- --nocapture`).
 #[test]
 fn tree_size_is_smaller_than_the_xml() {
+    droid::fixtures_or_skip!();
     let (mut xml_total, mut tree_total) = (0, 0);
     println!("| dump | nodes | XML chars | tree chars | XML tokens | tree tokens | tree/XML |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
@@ -147,6 +151,7 @@ fn tree_size_is_smaller_than_the_xml() {
 /// review the diff.
 #[test]
 fn pruned_tree_snapshots() {
+    droid::fixtures_or_skip!();
     let cases = [
         "uidump/22_login_form_password.xml",
         "uidump/19_settings_phone_network_mode.xml",
@@ -172,6 +177,7 @@ fn pruned_tree_snapshots() {
 
 #[test]
 fn multi_window_and_offset_windows() {
+    droid::fixtures_or_skip!();
     let mut elements = parse(&read(
         &fixtures().join("uidump/41_u2python_format_webview_displayid.xml"),
     ))
@@ -195,6 +201,7 @@ fn multi_window_and_offset_windows() {
 
 #[test]
 fn password_text_never_reaches_the_tree() {
+    droid::fixtures_or_skip!();
     for case in ["22_login_form_password.xml", "37_keyguard_pin_password.xml"] {
         let mut elements = parse(&read(&fixtures().join("uidump").join(case))).unwrap();
         let tree = prune(&mut elements);

@@ -20,16 +20,22 @@ pub fn explore(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) ->
     (run.reached.len(), run.reachable.len())
 }
 
-/// Every app model droid is measured on: the bundled ones and the real apps of the fixtures.
+/// Every app model droid is measured on: the bundled ones and, when the shared fixtures are
+/// there (see [`droid::fixtures`]), the real apps among them.
 #[allow(dead_code)]
 pub fn app_models() -> Vec<String> {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/apps");
     let mut apps: Vec<String> = ["builtin:shop", "builtin:settings", "builtin:tiny"]
         .map(String::from)
         .to_vec();
-    for app in ["notes", "onelist", "agram", "aeondroid", "acrylic"] {
-        let model = fixtures.join(app).join("model.json");
-        apps.push(model.display().to_string());
+    let what = format!(
+        "the real apps' models in {}",
+        droid::fixtures::current_test()
+    );
+    if let Some(fixtures) = droid::fixtures::available(&what) {
+        for app in ["notes", "onelist", "agram", "aeondroid", "acrylic"] {
+            let model = fixtures.join("apps").join(app).join("model.json");
+            apps.push(model.display().to_string());
+        }
     }
     apps
 }
