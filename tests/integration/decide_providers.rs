@@ -434,6 +434,35 @@ fn openrouter_success_with_prose_wrapped_json() {
 }
 
 #[test]
+fn openrouter_provider_failure_inside_a_200_is_retried_as_its_code() {
+    droid::fixtures_or_skip!();
+    let mut body = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
+    body["choices"][0]["message"]["content"] = Value::from(decision_text());
+    // OpenRouter accepted the request, then the upstream provider failed: HTTP 200 with the
+    // error in the body.
+    let overloaded =
+        json!({"error": {"code": 502, "message": "Upstream error from provider: overloaded"}});
+    let server = Server::start(move |_, index| match index {
+        0 => reply(200, &overloaded),
+        _ => reply(200, &body),
+    });
+    let output = decide_steps("openrouter", &api_base(&server, "openrouter"), 1, &[]);
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    let decision = of_type(&events, "decision")[0];
+    assert_eq!(decision["decider"], "openrouter", "{decision}");
+    assert_eq!(decision["ai"]["retries"], 1);
+    let attempts = decision["ai"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0]["http_status"], 200);
+    assert!(attempts[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("overloaded"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
 fn ollama_success_checks_vision_first() {
     droid::fixtures_or_skip!();
     let mut chat = fixture("ollama/chat_response_structured_schema.json");

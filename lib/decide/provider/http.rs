@@ -262,20 +262,26 @@ fn describe(transport: &ureq::Transport) -> String {
 /// The verdict every provider shares for a non-2xx status; `None` for 2xx (the provider reads
 /// those) and for statuses a provider must look at itself (Gemini's 400 with `API_KEY_INVALID`).
 fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
+    // A failure reported inside a 2xx answer (OpenRouter's upstream provider failing after the
+    // request was accepted) is what its code says it is: an overloaded provider's 502 is
+    // retried as an HTTP 502 would be.
+    let status = match answer.status {
+        200..=299 => status_in_body(&answer.body)?,
+        status => status,
+    };
     let message = || answer_message(answer);
     let refused = || {
         Some(Verdict::Fail(ProviderError::Refused {
             provider,
-            status: answer.status,
+            status,
             message: message(),
         }))
     };
-    match answer.status {
-        200..=299 => None,
+    match status {
         400 if key_invalid_in_body(&answer.body) => {
             Some(Verdict::Fail(ProviderError::InvalidKey {
                 provider,
-                status: answer.status,
+                status,
                 message: message(),
             }))
         }
@@ -285,12 +291,12 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
         // screen's text can look like an injection): this step's request, not the key.
         403 if is_content_block(&message()) => Some(Verdict::Fail(ProviderError::Http {
             provider,
-            status: answer.status,
+            status,
             message: message(),
         })),
         401 | 403 => Some(Verdict::Fail(ProviderError::InvalidKey {
             provider,
-            status: answer.status,
+            status,
             message: message(),
         })),
         429 => Some(Verdict::RateLimited { message: message() }),
@@ -298,7 +304,7 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
         500..=599 if message().contains("image input is not supported") => {
             Some(Verdict::Fail(ProviderError::ServerNoVision {
                 provider,
-                status: answer.status,
+                status,
                 message: message(),
             }))
         }
@@ -309,6 +315,29 @@ fn classify<T>(provider: ProviderKind, answer: &Answer) -> Option<Verdict<T>> {
             message: message(),
         })),
     }
+}
+
+/// The error status a 2xx answer's body reports: `error.code` or `error.http_status` (OpenRouter's
+/// availability errors), or a choice that ended in `finish_reason: "error"` with its
+/// `error.code`. Only codes of failures (4xx, 5xx) count.
+fn status_in_body(body: &Value) -> Option<u16> {
+    let code = |error: &Value| {
+        ["code", "http_status"]
+            .iter()
+            .find_map(|field| error.get(field).and_then(Value::as_u64))
+    };
+    let failed_choice = || {
+        body.get("choices")?
+            .as_array()?
+            .iter()
+            .filter(|choice| choice.get("finish_reason").and_then(Value::as_str) == Some("error"))
+            .find_map(|choice| choice.get("error").and_then(code))
+    };
+    body.get("error")
+        .and_then(code)
+        .or_else(failed_choice)
+        .and_then(|code| u16::try_from(code).ok())
+        .filter(|code| (400..=599).contains(code))
 }
 
 /// OpenRouter's `availability` block says asking again will not help (`model_not_found`).
@@ -517,5 +546,36 @@ mod tests {
         ));
         assert!(matches!(verdict(503, "busy"), Some(Verdict::Retry { .. })));
         assert!(verdict(200, "{}").is_none());
+    }
+
+    #[test]
+    fn a_failure_inside_a_200_is_classified_by_its_code() {
+        let kind = ProviderKind::OpenRouter;
+        let verdict = |body| classify::<()>(kind, &answer(200, body));
+        let overloaded =
+            r#"{"error":{"code":502,"message":"Upstream error from provider: overloaded"}}"#;
+        assert!(
+            matches!(verdict(overloaded), Some(Verdict::Retry { message }) if message.contains("overloaded"))
+        );
+        assert!(matches!(
+            verdict(r#"{"error":{"code":429,"message":"rate limited upstream"}}"#),
+            Some(Verdict::RateLimited { .. })
+        ));
+        // An availability error says its status in `http_status`.
+        assert!(matches!(
+            verdict(r#"{"error":{"message":"busy","http_status":503,"error_type":"x"}}"#),
+            Some(Verdict::Retry { .. })
+        ));
+        // A choice that ended in an error.
+        let choice =
+            r#"{"choices":[{"finish_reason":"error","error":{"code":504,"message":"timeout"}}]}"#;
+        assert!(matches!(verdict(choice), Some(Verdict::Retry { .. })));
+        assert!(matches!(
+            verdict(r#"{"error":{"code":400,"message":"bad"}}"#),
+            Some(Verdict::Fail(ProviderError::Http { status: 400, .. }))
+        ));
+        // A success, or a code that is no failure, is for the provider to read.
+        assert!(verdict(r#"{"choices":[{"finish_reason":"stop"}]}"#).is_none());
+        assert!(verdict(r#"{"error":{"code":200}}"#).is_none());
     }
 }
