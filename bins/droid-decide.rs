@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,6 +21,9 @@ const EXAMPLES: &str = "Examples:
   droid-decide --decider gemini --system-prompt my-prompt.txt --allow-package com.android.chrome
   droid-decide models --provider openrouter
   droid-decide --db crawler.db --run RUN < observation.jsonl   (one step of a shell loop)
+  droid-crawl -p PKG --decide-cmd \"sh each-step.sh\"   (each-step.sh holds the loop below)
+    while IFS= read -r l; do printf '%s\\n' \"$l\" | droid-decide --db crawler.db; done
+    (one decide per step, resuming from crawler.db the run each observation names)
 ";
 
 const MODELS_EXAMPLES: &str = "Examples:
@@ -56,9 +59,9 @@ struct Args {
     #[arg(long, env = "DROID_PACKAGE")]
     package: Option<String>,
     /// crawler.db whose recorded run the stage resumes before deciding (one-shot use).
-    #[arg(long, requires = "run")]
+    #[arg(long)]
     db: Option<PathBuf>,
-    /// The run to resume in --db.
+    /// The run to resume in --db [default: the run the first input line names].
     #[arg(long, requires = "db", value_parser = droid::events::parse_run_id)]
     run: Option<String>,
 }
@@ -92,16 +95,36 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let history = match (&args.db, &args.run) {
+    // Without --run, the run is the one the input names: read it first (one-shot use, a line
+    // or two).
+    let mut input = Vec::new();
+    if args.db.is_some() && args.run.is_none() {
+        io::stdin()
+            .lock()
+            .read_to_end(&mut input)
+            .context("reading stdin")?;
+    }
+    let run = args.run.clone().or_else(|| from_store::run_named(&input));
+    let history = match (&args.db, &run) {
         (Some(db), Some(run)) => from_store::history(db, run)?,
         _ => Vec::new(),
     };
     let config = args.decider.config(args.package, history)?;
+    let read_input = args.db.is_some() && args.run.is_none();
+    let filter = |stage: &mut dyn FnMut(&mut dyn io::BufRead) -> anyhow::Result<ExitCode>| {
+        match read_input {
+            true => stage(&mut io::Cursor::new(&input)),
+            false => stage(&mut io::BufReader::new(io::stdin().lock())),
+        }
+    };
     match decide::Stage::new(config) {
-        Ok(mut stage) => common::filter("droid-decide", &mut stage, false),
+        Ok(mut stage) => {
+            filter(&mut |input| common::filter_from("droid-decide", &mut stage, false, input))
+        }
         // The model cannot be used at all: the stream still passes, with a note saying why.
         Err(error @ decide::Error::Provider(_)) => {
-            common::filter("droid-decide", &mut decide::Unstarted::new(error), false)
+            let mut unstarted = decide::Unstarted::new(error);
+            filter(&mut |input| common::filter_from("droid-decide", &mut unstarted, false, input))
         }
         Err(error) => Err(error.into()),
     }

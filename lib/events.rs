@@ -188,6 +188,13 @@ pub struct Observation {
     /// order): goals a decider may steer towards.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unvisited_activities: Vec<String>,
+    /// Set by droid-crawl when the exploration is stuck on this screen (the same screen more
+    /// than twice in a row with actions that did not navigate): the decider is told so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_stuck: bool,
+    /// Why droid-crawl says the exploration is stuck (with `is_stuck`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_reason: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -643,6 +650,25 @@ pub struct Note {
     pub extra: Extra,
 }
 
+impl Note {
+    /// A note of run `run_id` at `step` (`None` before the first step), written now.
+    pub fn at(run_id: &str, step: Option<u64>, kind: NoteKind, message: impl Into<String>) -> Note {
+        Note {
+            run_id: Some(run_id.to_string()),
+            step,
+            ts: Some(now_ts()),
+            kind,
+            message: Some(message.into()),
+            ..Note::default()
+        }
+    }
+
+    /// The note with `data` as its kind-specific payload.
+    pub fn with_data(self, data: Option<Value>) -> Note {
+        Note { data, ..self }
+    }
+}
+
 /// A known event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -886,6 +912,15 @@ pub fn check_run_id(run: &str) -> Result<(), RunIdError> {
         return Err(RunIdError::Dots(shown()));
     }
     Ok(())
+}
+
+/// A new run id, `run-20261125T181502-3fa9c1`: sortable by time, unique enough for one machine.
+pub fn new_run_id() -> String {
+    format!(
+        "run-{}-{:06x}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S"),
+        rand::random::<u32>() & 0xff_ffff
+    )
 }
 
 /// [`check_run_id`] as a command-line value parser: the run id, or why it is refused.

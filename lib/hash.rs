@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 
 use crate::events::{Event, Line, Observation};
 use crate::filter::Output;
+use crate::screen::ScreenModel;
 use crate::ui::{parse, ParseError};
 
 /// Attributes that change while the screen stays the same.
@@ -237,7 +238,7 @@ impl crate::filter::Filter for Stage {
     fn line(&mut self, line: Line, out: &mut Output<'_>) -> Result<(), Self::Error> {
         match line.event {
             Some(Event::Observation(mut observation)) => {
-                for problem in enrich(&mut observation) {
+                for problem in enrich(&mut observation).problems {
                     out.tell(&problem);
                 }
                 out.event(&Event::Observation(observation));
@@ -248,8 +249,16 @@ impl crate::filter::Filter for Stage {
     }
 }
 
-/// Adds what can be computed to `observation.hash`; returns what could not be.
-pub fn enrich(observation: &mut Observation) -> Vec<String> {
+/// What [`enrich`] found: what could not be computed, and the screen model the key came from
+/// (to hand on with the observation, see [`ScreenModel`]).
+#[derive(Debug)]
+pub struct Enriched {
+    pub problems: Vec<String>,
+    pub model: ScreenModel,
+}
+
+/// Adds what can be computed to `observation.hash`, the screen key among it.
+pub fn enrich(observation: &mut Observation) -> Enriched {
     enrich_from(observation, None, None)
 }
 
@@ -260,7 +269,7 @@ pub fn enrich_from(
     observation: &mut Observation,
     dump: Option<&str>,
     screenshot: Option<&DynamicImage>,
-) -> Vec<String> {
+) -> Enriched {
     let mut problems = Vec::new();
     let mut hash = observation.hash.take().unwrap_or_default();
     let xml = match (dump.or(observation.xml.as_deref()), &observation.xml_path) {
@@ -294,13 +303,10 @@ pub fn enrich_from(
         }
     }
     // The screen's identity, as the deciders and crawler.db know it (one rule: lib/screen).
-    hash.screen_key = Some(
-        crate::screen::ScreenKey::of(observation)
-            .as_str()
-            .to_string(),
-    );
+    let model = ScreenModel::of(observation);
+    hash.screen_key = Some(model.key().as_str().to_string());
     observation.hash = Some(hash);
-    problems
+    Enriched { problems, model }
 }
 
 fn read_text(path: &Path) -> Result<String, HashError> {
@@ -392,8 +398,10 @@ mod tests {
             ..Observation::default()
         };
         let (mut from_files, mut from_memory) = (observation.clone(), observation);
-        assert!(enrich(&mut from_files).is_empty());
-        assert!(enrich_from(&mut from_memory, Some(DUMP), Some(&image)).is_empty());
+        assert!(enrich(&mut from_files).problems.is_empty());
+        assert!(enrich_from(&mut from_memory, Some(DUMP), Some(&image))
+            .problems
+            .is_empty());
         assert_eq!(from_files.hash, from_memory.hash);
         assert!(from_files.hash.unwrap().phash.is_some());
     }

@@ -185,6 +185,30 @@ pub fn remove_run_files(
     Ok(removed)
 }
 
+/// `OUT/{device}_{package}_{DDMM_HHMM}` (a `_2`, `_3`... when that folder exists), with the
+/// device's serial made a safe file name (`192.168.1.5:5555` becomes `192.168.1.5_5555`).
+pub fn new_session_dir(out: &Path, serial: &str, package: &str) -> PathBuf {
+    let safe = |text: &str| -> String {
+        text.chars()
+            .map(
+                |c| match c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                    true => c,
+                    false => '_',
+                },
+            )
+            .collect()
+    };
+    let stamp = chrono::Local::now().format("%d%m_%H%M");
+    let base = format!("{}_{}_{stamp}", safe(serial), safe(package));
+    let mut dir = out.join(&base);
+    let mut n = 2;
+    while dir.exists() {
+        dir = out.join(format!("{base}_{n}"));
+        n += 1;
+    }
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,7 +49,16 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// Runs a filter stage from stdin to stdout, people's messages on stderr as `BIN: line N: ...`
 /// when they happen; exit 1 when a line was bad or had a problem.
 pub fn filter<F: Filter>(bin: &str, stage: &mut F, strict: bool) -> anyhow::Result<ExitCode> {
-    let input = io::BufReader::new(io::stdin().lock());
+    filter_from(bin, stage, strict, io::BufReader::new(io::stdin().lock()))
+}
+
+/// [`filter`] over `input` instead of stdin.
+pub fn filter_from<F: Filter>(
+    bin: &str,
+    stage: &mut F,
+    strict: bool,
+    input: impl io::BufRead,
+) -> anyhow::Result<ExitCode> {
     let outcome = filter::run(stage, input, io::stdout().lock(), strict, &mut |message| {
         say(bin, message)
     })?;

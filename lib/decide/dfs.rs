@@ -79,8 +79,8 @@ impl DfsDecider {
 
     /// Takes in an observation: a screen seen for the first time gets its order of actions,
     /// and whether the app must be relaunched is settled.
-    pub fn observe(&mut self, observation: &Observation) {
-        let shown = Screen::of(observation);
+    pub fn observe(&mut self, shown: &Screen) {
+        let observation = shown.observation();
         let key = shown.key().clone();
         if !self.order.contains_key(&key) {
             self.fruitless_relaunches = 0;
@@ -128,7 +128,8 @@ impl DfsDecider {
     /// The decision for the observation taken in last: a relaunch, its first untried action,
     /// else back (or the random action drawn for it, see [`MAX_RESTARTS`]). Changes nothing
     /// (see [`DfsDecider::learn`]).
-    pub fn choose(&self, observation: &Observation) -> Decision {
+    pub fn choose(&self, shown: &Screen) -> Decision {
+        let observation = shown.observation();
         let Some((key, relaunch, random)) = &self.current else {
             return Decision::new(vec![back("nothing observed yet")]);
         };
@@ -141,11 +142,10 @@ impl DfsDecider {
         if self.is_foreign(observation) {
             return Decision::new(vec![back("outside the app under test")]);
         }
-        let shown = Screen::of(observation);
         let action = match (self.untried(key), random) {
-            (Some(untried), _) => act(&shown, untried, "untried on this screen"),
+            (Some(untried), _) => act(shown, untried, "untried on this screen"),
             (None, Some(random)) => act(
-                &shown,
+                shown,
                 random,
                 "every action here is tried and relaunching finds nothing new: a random one",
             ),
@@ -158,11 +158,10 @@ impl DfsDecider {
 
     /// Takes in the decision made on the observation taken in last (by this decider or anyone
     /// else): its actions count as taken there.
-    pub fn learn(&mut self, observation: &Observation, decision: &Decision) {
+    pub fn learn(&mut self, shown: &Screen, decision: &Decision) {
         let Some((key, _, _)) = self.current.take() else {
             return;
         };
-        let shown = Screen::of(observation);
         let tried = self.tried.entry(key.clone()).or_default();
         for action in &decision.actions {
             if let Some(action_key) = shown.key_of(action) {
@@ -182,10 +181,10 @@ impl DfsDecider {
     }
 
     /// Observes, chooses and takes the choice in.
-    pub fn decide(&mut self, observation: &Observation) -> Decision {
-        self.observe(observation);
-        let decision = self.choose(observation);
-        self.learn(observation, &decision);
+    pub fn decide(&mut self, shown: &Screen) -> Decision {
+        self.observe(shown);
+        let decision = self.choose(shown);
+        self.learn(shown, &decision);
         decision
     }
 }
@@ -261,7 +260,7 @@ mod tests {
         let home = screen("app", &["One", "Two", "Three"]);
         let mut decisions = Vec::new();
         while decisions.len() < 10 {
-            let decision = dfs.decide(&home);
+            let decision = dfs.decide(&Screen::of(&home));
             let backed = decision.actions[0].action == ActionType::Back;
             decisions.push(decision);
             if backed {
@@ -276,7 +275,10 @@ mod tests {
             .collect();
         let unique: HashSet<&String> = clicked.iter().collect();
         assert_eq!((clicked.len(), unique.len()), (3, 3), "{clicked:?}");
-        assert_eq!(dfs.decide(&home).relaunch.as_deref(), Some("app"));
+        assert_eq!(
+            dfs.decide(&Screen::of(&home)).relaunch.as_deref(),
+            Some("app")
+        );
     }
 
     #[test]
@@ -287,7 +289,7 @@ mod tests {
         let mut relaunches = 0;
         let mut after = Vec::new();
         for _ in 0..40 {
-            let decision = dfs.decide(&home);
+            let decision = dfs.decide(&Screen::of(&home));
             match (decision.relaunch.is_some(), relaunches >= MAX_RESTARTS) {
                 (true, _) => relaunches += 1,
                 (false, true) => after.push(decision),
@@ -305,7 +307,7 @@ mod tests {
         // A new screen ends the random mode: its own actions come first.
         let other = screen("app", &["Three"]);
         assert_eq!(
-            labels(&[dfs.decide(&other)]),
+            labels(&[dfs.decide(&Screen::of(&other))]),
             [String::from("click Button \"Three\"")]
         );
     }
@@ -315,10 +317,19 @@ mod tests {
         let mut dfs = DfsDecider::new(0);
         dfs.set_package(Some("app".into()), Vec::new());
         let browser = screen("browser", &["Url"]);
-        assert_eq!(dfs.decide(&browser).actions[0].action, ActionType::Back);
-        assert_eq!(dfs.decide(&browser).relaunch.as_deref(), Some("app"));
+        assert_eq!(
+            dfs.decide(&Screen::of(&browser)).actions[0].action,
+            ActionType::Back
+        );
+        assert_eq!(
+            dfs.decide(&Screen::of(&browser)).relaunch.as_deref(),
+            Some("app")
+        );
         dfs.set_package(Some("app".into()), vec!["browser".into()]);
-        assert_eq!(dfs.decide(&browser).actions[0].action, ActionType::Click);
+        assert_eq!(
+            dfs.decide(&Screen::of(&browser)).actions[0].action,
+            ActionType::Click
+        );
     }
 
     #[test]
@@ -327,7 +338,11 @@ mod tests {
         let run = |seed| {
             let mut dfs = DfsDecider::new(seed);
             dfs.set_package(Some("app".into()), Vec::new());
-            labels(&(0..6).map(|_| dfs.decide(&home)).collect::<Vec<_>>())
+            labels(
+                &(0..6)
+                    .map(|_| dfs.decide(&Screen::of(&home)))
+                    .collect::<Vec<_>>(),
+            )
         };
         assert_eq!(run(3), run(3));
         assert_ne!(run(3), run(4));

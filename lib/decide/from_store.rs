@@ -30,6 +30,14 @@ pub enum Error {
     },
 }
 
+/// The run the first event of `input` (event lines) that names one belongs to: what a one-shot
+/// `droid-decide --db` without `--run` resumes.
+pub fn run_named(input: &[u8]) -> Option<String> {
+    EventReader::new(input)
+        .filter_map(Result::ok)
+        .find_map(|line| line.event?.run_id().map(str::to_string))
+}
+
 /// The events recorded for `run` in the crawler.db at `path`, in order; none when the run is not
 /// recorded yet (the first step of a loop).
 pub fn history(path: &Path, run: &str) -> Result<Vec<Event>, Error> {

@@ -408,7 +408,7 @@ impl Stage {
                 Event::Observation(observation) => {
                     // An observation nobody decided on (the stage stopped there) was taken in.
                     if let Some(earlier) = observed.replace(observation) {
-                        self.take_in(earlier);
+                        self.take_in(&Screen::of(earlier));
                     }
                     invalid_answer = false;
                 }
@@ -417,7 +417,7 @@ impl Stage {
                 }
                 Event::Decision(decision) => {
                     if let Some(observation) = observed.take() {
-                        self.redo(observation, decision, invalid_answer);
+                        self.redo(&Screen::of(observation), decision, invalid_answer);
                     }
                 }
                 other => self.learn(other),
@@ -426,15 +426,16 @@ impl Stage {
         self.undecided = observed.cloned();
     }
 
-    /// Takes in a decision someone else made on `observation` (a driver's recovery), as a
+    /// Takes in a decision someone else made on the screen `shown` (a driver's recovery), as a
     /// stage resuming the run would.
-    pub fn learn_decided(&mut self, observation: &Observation, decision: &Decision) {
-        self.redo(observation, decision, false);
+    pub fn learn_decided(&mut self, shown: &Screen, decision: &Decision) {
+        self.redo(shown, decision, false);
     }
 
-    /// Takes in a recorded decision on `observation` (see [`Stage::resume`]).
-    fn redo(&mut self, observation: &Observation, recorded: &Decision, invalid_answer: bool) {
-        let shown = self.take_in(observation);
+    /// Takes in a recorded decision on the screen `shown` (see [`Stage::resume`]).
+    fn redo(&mut self, shown: &Screen, recorded: &Decision, invalid_answer: bool) {
+        let observation = shown.observation();
+        self.take_in(shown);
         let by = recorded.decider.as_deref();
         match self.baseline.as_mut() {
             // Only the generator moves on.
@@ -443,17 +444,17 @@ impl Stage {
             }
             Some(Baseline::Random(_)) => {}
             // Whoever decided, the actions were taken there.
-            Some(Baseline::Dfs(dfs)) => dfs.learn(observation, recorded),
+            Some(Baseline::Dfs(dfs)) => dfs.learn(shown, recorded),
             None if by == Some(HEURISTIC) => {
-                let choice = self.heuristic.choose(&shown);
+                let choice = self.heuristic.choose(shown);
                 let same =
                     choice.actions == recorded.actions && choice.relaunch == recorded.relaunch;
                 match same {
-                    true => self.heuristic.learn_choice(&shown, &choice),
-                    false => self.heuristic.learn_decision(&shown, recorded),
+                    true => self.heuristic.learn_choice(shown, &choice),
+                    false => self.heuristic.learn_decision(shown, recorded),
                 }
             }
-            None => self.heuristic.learn_decision(&shown, recorded),
+            None => self.heuristic.learn_decision(shown, recorded),
         }
         if let Some(ai) = &recorded.ai {
             self.settle_model(ai, invalid_answer);
@@ -544,38 +545,43 @@ impl Stage {
         self.journal.drain(..excess);
     }
 
-    /// Takes in an observation before deciding on it: the run's package, a stuck flag, and its
+    /// Takes in a screen before deciding on it: the run's package, a stuck flag, and the
     /// screen for the heuristic.
-    fn take_in<'o>(&mut self, observation: &'o Observation) -> Screen<'o> {
+    fn take_in(&mut self, shown: &Screen) {
+        let observation = shown.observation();
         self.adopt_package(observation.package.as_deref());
         if let Some(reason) = stuck_in(observation) {
             self.stuck_reason = Some(reason);
         }
-        let shown = Screen::of(observation);
         match self.baseline.as_mut() {
-            None => drop(self.heuristic.observe(&shown)),
-            Some(Baseline::Dfs(dfs)) => dfs.observe(observation),
+            None => drop(self.heuristic.observe(shown)),
+            Some(Baseline::Dfs(dfs)) => dfs.observe(shown),
             Some(Baseline::Random(_)) => {}
         }
-        shown
     }
 
-    /// Decides on an observation: the events to write after it (notes, then the decision), or
-    /// the stop the stage comes to.
+    /// Decides on an observation (its screen analysed here; see [`Stage::decide_screen`]).
     pub fn decide(&mut self, observation: &Observation) -> Result<Vec<Event>, Stop> {
+        self.decide_screen(&Screen::of(observation))
+    }
+
+    /// Decides on the screen an observation shows: the events to write after the observation
+    /// (notes, then the decision), or the stop the stage comes to.
+    pub fn decide_screen(&mut self, shown: &Screen) -> Result<Vec<Event>, Stop> {
+        let observation = shown.observation();
         let mut events = Vec::new();
         if let Some(undecided) = self.undecided.take() {
             let again = undecided.step.is_some() && undecided.step == observation.step;
             if !again {
-                self.take_in(&undecided);
+                self.take_in(&Screen::of(&undecided));
             }
         }
-        let shown = self.take_in(observation);
+        self.take_in(shown);
         let baseline = match self.baseline.as_mut() {
             Some(Baseline::Random(random)) => Some(Decision::new(vec![random.decide(observation)])),
             Some(Baseline::Dfs(dfs)) => {
-                let decision = dfs.choose(observation);
-                dfs.learn(observation, &decision);
+                let decision = dfs.choose(shown);
+                dfs.learn(shown, &decision);
                 Some(decision)
             }
             None => None,
@@ -592,8 +598,8 @@ impl Stage {
                 }
                 Ok(decision)
             }
-            None if self.model.is_some() => self.ask_model(&shown, &mut events),
-            None => Ok(self.heuristic_decision(&shown, &mut events)),
+            None if self.model.is_some() => self.ask_model(shown, &mut events),
+            None => Ok(self.heuristic_decision(shown, &mut events)),
         };
         let decision = match decision {
             Ok(decision) => decision,
@@ -772,15 +778,14 @@ fn answered(ai: &AiMeta) -> bool {
     ai.error.is_none() || ai.attempts.iter().any(|a| a.http_status.is_some())
 }
 
-/// A stuck flag an upstream stage put on the observation (`is_stuck`, `stuck_reason`).
+/// The stuck flag a driver put on the observation (`is_stuck`, `stuck_reason`).
 fn stuck_in(observation: &Observation) -> Option<String> {
-    let flagged = observation.extra.get("is_stuck").and_then(Value::as_bool) == Some(true);
-    let reason = observation
-        .extra
-        .get("stuck_reason")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    flagged.then(|| reason.unwrap_or_else(|| "stuck".into()))
+    observation.is_stuck.then(|| {
+        observation
+            .stuck_reason
+            .clone()
+            .unwrap_or_else(|| "stuck".into())
+    })
 }
 
 #[cfg(test)]

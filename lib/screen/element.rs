@@ -99,14 +99,18 @@ fn is_wrapper(elements: &[UiElement], element: &UiElement) -> bool {
 /// The element's [`ui::label`], else that of its first labelled descendant (a list row whose
 /// text sits in a child `TextView`). Never a password field's text.
 pub fn label_in<'a>(elements: &'a [UiElement], element: &'a UiElement) -> &'a str {
-    let own = ui::label(element);
-    if !own.is_empty() {
-        return own;
+    ui::label(labelled_by(elements, element))
+}
+
+/// The element whose [`ui::label`] is `element`'s [`label_in`] its screen: itself, else its first
+/// labelled descendant, else itself.
+pub fn labelled_by<'a>(elements: &'a [UiElement], element: &'a UiElement) -> &'a UiElement {
+    if !ui::label(element).is_empty() {
+        return element;
     }
     descendants(elements, element)
-        .map(ui::label)
-        .find(|l| !l.is_empty())
-        .unwrap_or(own)
+        .find(|e| !ui::label(e).is_empty())
+        .unwrap_or(element)
 }
 
 /// How people read an element: its short class and its label (`Button "Login"`), else its

@@ -28,7 +28,8 @@ use crate::ui::UiElement;
 
 pub use element::{
     action_on, bounding_box, bounds_of, controls, descendants, describe, describe_action,
-    element_by_ref, label_in, list_of, passive_items, reference, signature, snap, target_of,
+    element_by_ref, label_in, labelled_by, list_of, passive_items, reference, signature, snap,
+    target_of,
 };
 pub use role::{
     gestures, is_form_button, is_risky, is_submit, is_unmarked_list, primary_action, rank, shape,
@@ -242,6 +243,39 @@ impl Widget<'_> {
     }
 }
 
+/// What [`Screen::of`] finds on one observation, owned: the key and the widgets by their
+/// elements' places. Computed once per observation (by the hash stage) and handed, beside the
+/// observation, to whoever needs the screen next: stuck detection, the decide stage and the
+/// store build their [`Screen`] from it ([`Screen::with_model`]) instead of analysing the
+/// elements again. Only valid for the observation it was made from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScreenModel {
+    key: ScreenKey,
+    widgets: Vec<WidgetModel>,
+    unmarked_list: bool,
+}
+
+/// A [`Widget`] by its elements' places in the observation's element list.
+#[derive(Debug, Clone, PartialEq)]
+struct WidgetModel {
+    element: usize,
+    labelled_by: usize,
+    key: ActionKey,
+    rank: Rank,
+    control: bool,
+}
+
+impl ScreenModel {
+    /// The model of the screen an observation shows.
+    pub fn of(observation: &Observation) -> ScreenModel {
+        Screen::of(observation).model()
+    }
+
+    pub fn key(&self) -> &ScreenKey {
+        &self.key
+    }
+}
+
 /// One observed screen (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct Screen<'o> {
@@ -310,6 +344,62 @@ impl<'o> Screen<'o> {
             key,
             widgets,
             unmarked_list: is_unmarked_list(elements),
+        }
+    }
+
+    /// The screen `model` describes, on the observation it was made from: no analysis, only
+    /// the elements looked up (see [`ScreenModel`]). A model that does not fit the observation
+    /// (a place past its elements) is analysed again rather than trusted.
+    pub fn with_model(observation: &'o Observation, model: &ScreenModel) -> Screen<'o> {
+        let elements = &observation.elements;
+        let widgets: Option<Vec<Widget<'o>>> = model
+            .widgets
+            .iter()
+            .map(|w| {
+                let element = elements.get(w.element)?;
+                Some(Widget {
+                    element,
+                    key: w.key.clone(),
+                    rank: w.rank,
+                    label: crate::ui::label(elements.get(w.labelled_by)?),
+                    control: w.control,
+                })
+            })
+            .collect();
+        match widgets {
+            Some(widgets) => Screen {
+                observation,
+                key: model.key.clone(),
+                widgets,
+                unmarked_list: model.unmarked_list,
+            },
+            None => Screen::of(observation),
+        }
+    }
+
+    /// This screen's model, to hand on with its observation.
+    pub fn model(&self) -> ScreenModel {
+        let elements = &self.observation.elements;
+        let place = |element: &UiElement| {
+            elements
+                .iter()
+                .position(|e| std::ptr::eq(e, element))
+                .unwrap_or(usize::MAX)
+        };
+        ScreenModel {
+            key: self.key.clone(),
+            widgets: self
+                .widgets
+                .iter()
+                .map(|w| WidgetModel {
+                    element: place(w.element),
+                    labelled_by: place(labelled_by(elements, w.element)),
+                    key: w.key.clone(),
+                    rank: w.rank,
+                    control: w.control,
+                })
+                .collect(),
+            unmarked_list: self.unmarked_list,
         }
     }
 
@@ -472,6 +562,41 @@ mod tests {
         }
         assert_ne!(ScreenKey::of(&observation("B", FORM)), base);
         assert!(base.as_str().starts_with("A|w:"), "{base}");
+    }
+
+    #[test]
+    fn a_screen_from_its_model_is_the_screen_analysed_again() {
+        let o = list_screen(&["Tuto", "Todo"]);
+        let analysed = Screen::of(&o);
+        let model = analysed.model();
+        let handed = Screen::with_model(&o, &model);
+        assert_eq!(handed.key(), analysed.key());
+        let parts = |screen: &Screen| -> Vec<(u32, String, Rank, String, bool)> {
+            screen
+                .widgets()
+                .iter()
+                .map(|w| {
+                    let key = w.key.to_string();
+                    (
+                        w.element.element_id,
+                        key,
+                        w.rank,
+                        w.label.to_string(),
+                        w.control,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(parts(&handed), parts(&analysed));
+        assert!(!parts(&handed).is_empty());
+        assert_eq!(handed.actions(), analysed.actions());
+        // A model made for another observation with fewer elements is not trusted.
+        let other = observation("A", FORM);
+        assert!(o.elements.len() > other.elements.len());
+        assert_eq!(
+            Screen::with_model(&other, &model).key(),
+            Screen::of(&other).key()
+        );
     }
 
     #[test]

@@ -2,13 +2,15 @@
 //! appended and projected (see `projection.rs`) in one transaction.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::checkpoint::Checkpointer;
 use super::projection::Projector;
 use super::{host_name, stable_id, Context, Error, Result, Store, INGEST_CHECKPOINT_BYTES};
-use crate::events::{Event, Line, RunEnded, RunStarted};
+use crate::events::{Event, Line, Observation, RunEnded, RunStarted};
+use crate::screen::ScreenModel;
 
 /// Counts of one ingest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,6 +60,8 @@ struct Pending {
     json: String,
     ts: Option<String>,
     event: Option<Event>,
+    /// An observation's screen model, when its producer handed it on (see [`ScreenModel`]).
+    model: Option<Arc<ScreenModel>>,
 }
 
 /// What the ingest knows about one run of the stream.
@@ -249,7 +253,7 @@ impl Ingest<'_> {
     /// kept in the log of the run the last event went to (and not projected).
     pub fn push(&mut self, line: &mut Line) -> Result<Pushed> {
         match line.event.take() {
-            Some(event) => self.push_parsed(event, Some(&line.raw)),
+            Some(event) => self.push_parsed(event, Some(&line.raw), None),
             None => {
                 if let Some(run) = self.last_run.clone() {
                     let kind = serde_json::from_str::<serde_json::Value>(&line.raw)
@@ -264,6 +268,7 @@ impl Ingest<'_> {
                         json: line.raw.clone(),
                         ts: None,
                         event: None,
+                        model: None,
                     });
                 }
                 Ok(Pushed::default())
@@ -273,10 +278,25 @@ impl Ingest<'_> {
 
     /// Takes one event built in code.
     pub fn push_event(&mut self, event: Event) -> Result<Pushed> {
-        self.push_parsed(event, None)
+        self.push_parsed(event, None, None)
     }
 
-    fn push_parsed(&mut self, mut event: Event, raw: Option<&str>) -> Result<Pushed> {
+    /// Takes an observation built in code with the screen model its producer computed for it,
+    /// so the projection does not analyse the screen again.
+    pub fn push_observed(
+        &mut self,
+        observation: Observation,
+        model: Arc<ScreenModel>,
+    ) -> Result<Pushed> {
+        self.push_parsed(Event::Observation(Box::new(observation)), None, Some(model))
+    }
+
+    fn push_parsed(
+        &mut self,
+        mut event: Event,
+        raw: Option<&str>,
+        model: Option<Arc<ScreenModel>>,
+    ) -> Result<Pushed> {
         let (run, announce) = self.resolve_run(&event)?;
         let log = self.run_log(&run)?;
         let mut stamped = false;
@@ -332,6 +352,7 @@ impl Ingest<'_> {
             ts: event_ts(&event).map(str::to_string),
             json,
             event: Some(event),
+            model,
         });
         self.last_run = Some(run.clone());
         if completes_step {
@@ -400,11 +421,7 @@ impl Ingest<'_> {
             self.open_by_target.insert(target, run.clone());
             return Ok((run, None));
         }
-        let run = format!(
-            "run-{}-{:06x}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%S"),
-            rand::random::<u32>() & 0xff_ffff
-        );
+        let run = crate::events::new_run_id();
         let started = Event::RunStarted(RunStarted {
             run_id: run.clone(),
             ts: Some(crate::events::now_ts()),
@@ -413,7 +430,7 @@ impl Ingest<'_> {
             ..RunStarted::default()
         });
         let line = started.to_line();
-        self.push_parsed(started, None)?;
+        self.push_parsed(started, None, None)?;
         self.stats.runs_opened += 1;
         Ok((run, Some(line)))
     }
@@ -518,7 +535,7 @@ impl Ingest<'_> {
                             }
                             _ => {}
                         }
-                        projector.apply(conn, run_id, run, parsed, seq)?;
+                        projector.apply(conn, run_id, run, parsed, event.model.as_deref(), seq)?;
                     }
                 }
                 if new_in_step > 0 && !written_runs.contains(&run_id) {

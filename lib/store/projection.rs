@@ -10,7 +10,7 @@ use super::{stable_id, Context, Error, Result};
 use crate::events::{
     ActionResult, ActionType, AiMeta, Decision, Event, Note, NoteKind, Observation,
 };
-use crate::screen::{self, ActionKey, Screen};
+use crate::screen::{self, ActionKey, Screen, ScreenModel};
 
 /// Replays every stored event into an empty projection, in the order they were recorded, then
 /// refreshes every run's stats. Returns the number of events replayed.
@@ -36,7 +36,7 @@ pub(crate) fn replay_all(conn: &Connection) -> Result<u64> {
             reason: e.to_string(),
         })?;
         if let Some(event) = event {
-            projector.apply(conn, *run_id, run, &event, *seq)?;
+            projector.apply(conn, *run_id, run, &event, None, *seq)?;
         }
     }
     projector.flush(conn)?;
@@ -105,12 +105,15 @@ pub(crate) struct Projector {
 }
 
 impl Projector {
+    /// Projects one event of run `run` (row `run_id`); an observation's screen `model`, when
+    /// its producer handed it on, saves analysing the screen again.
     pub fn apply(
         &mut self,
         conn: &Connection,
         run_id: i64,
         run: &str,
         event: &Event,
+        model: Option<&ScreenModel>,
         seq: i64,
     ) -> Result<()> {
         match event {
@@ -140,7 +143,7 @@ impl Projector {
                 )
                 .ctx("projecting run_ended")?;
             }
-            Event::Observation(o) => self.observe(conn, run_id, run, o, seq)?,
+            Event::Observation(o) => self.observe(conn, run_id, run, o, model, seq)?,
             Event::Decision(d) => {
                 self.run(conn, run_id)?.tally.decision(d);
                 self.decide(conn, run_id, d)?;
@@ -183,13 +186,19 @@ impl Projector {
         run_id: i64,
         run: &str,
         o: &Observation,
+        model: Option<&ScreenModel>,
         seq: i64,
     ) -> Result<()> {
         let step = o.step.unwrap_or(0);
         let ts = o.ts.clone().unwrap_or_default();
         // Load what earlier commits projected before this observation adds to it.
         self.run(conn, run_id)?;
-        let shown = Screen::of(o);
+        let shown = match model {
+            Some(model) => Screen::with_model(o, model),
+            None => Screen::of(o),
+        };
+        // Computed by the one rule (or handed on by whoever computed it for this observation),
+        // never read from the line: a producer's own `hash.screen_key` is not the decider's.
         let composite = shown.key().as_str().to_string();
         let known = match self.screens.get(&composite) {
             Some(&id) => Some(id),

@@ -460,6 +460,23 @@ fn openrouter_provider_failure_inside_a_200_is_retried_as_its_code() {
         .unwrap()
         .contains("overloaded"));
     assert_eq!(server.requests().len(), 2);
+
+    // The documented in-body failures, every answer the same: retried twice as a 502 is, then
+    // the heuristic decides.
+    let examples = fixture("openrouter/error_docs_examples.json");
+    for (body, message) in [
+        (
+            &examples["non_stream_200_with_choice_error"],
+            "Provider disconnected",
+        ),
+        (&examples["502"], "Provider returned error"),
+    ] {
+        let (events, code, requests, _) = failing("openrouter", 200, body.clone(), Vec::new());
+        assert_eq!((code, requests), (Some(0), 3), "{message}");
+        let ai = fallback_ai(&events);
+        assert_eq!(ai["retries"], 2, "{ai}");
+        assert!(ai["error"].as_str().unwrap().contains(message), "{ai}");
+    }
 }
 
 #[test]
@@ -898,19 +915,6 @@ fn request_errors_fall_back_without_retry() {
             400,
             fixture("ollama/errors_openai_compat.json")["example_400_bad_content"].clone(),
             "invalid message content type",
-        ),
-        (
-            "openrouter",
-            200,
-            fixture("openrouter/error_docs_examples.json")["non_stream_200_with_choice_error"]
-                .clone(),
-            "Provider disconnected",
-        ),
-        (
-            "openrouter",
-            200,
-            fixture("openrouter/error_docs_examples.json")["502"].clone(),
-            "Provider returned error",
         ),
         (
             // A guardrail judged this step's prompt (a screen's text), not the key.

@@ -1,35 +1,38 @@
-//! One model of a screen, one graph: a decide stage resuming a recorded run decides as the
-//! long-running stage did, and crawler.db holds the screens the decider's graph holds.
+//! One model of a screen, one graph: droid-crawl deciding through a one-shot `droid-decide --db`
+//! per step (a stage that resumes the recorded run from crawler.db each time) decides as it does
+//! with its long-running in-process stage, and crawler.db holds the screens the decider's graph
+//! holds.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use droid::decide::{from_store, Decider};
+use droid::crawl;
+use droid::decide::{from_store, Config, Decider, Stage};
 use droid::events::{Decision, Event};
-use droid::store::Store;
 
-use crate::common::{droid, feed};
-use crate::explore::{app_models, model_facts, stage_for, with_sim};
+use crate::common::bin_path;
+use crate::explore::{app_models, crawl_config, model_facts, with_sim};
 
-const RUN: &str = "r1";
+/// Collects a crawl's events.
+#[derive(Default)]
+struct Events(Vec<Event>);
 
-/// Records a step's events.
-fn record(store: &Store, events: impl IntoIterator<Item = Event>) {
-    let mut ingest = store.ingest();
-    for event in events {
-        ingest.push_event(event).unwrap();
+impl crawl::Listener for Events {
+    fn event(&mut self, event: &Event) {
+        self.0.push(event.clone());
     }
-    ingest.finish().unwrap();
+
+    fn say(&mut self, _level: crawl::Level, _message: &str) {}
 }
 
-fn decision_of(events: &[Event]) -> Decision {
+fn decisions(events: &[Event]) -> Vec<&Decision> {
     events
         .iter()
-        .find_map(|event| match event {
-            Event::Decision(decision) => Some(decision.clone()),
+        .filter_map(|event| match event {
+            Event::Decision(decision) => Some(decision),
             _ => None,
         })
-        .expect("a decision")
+        .collect()
 }
 
 /// The run's screens in crawler.db, by key.
@@ -45,103 +48,82 @@ fn stored_screens(db: &Path) -> BTreeSet<String> {
     keys.collect::<Result<_, _>>().unwrap()
 }
 
-/// The same app explored twice for 2 × (reachable screens) steps: with one long-running decide
-/// stage, and with a fresh stage per step resuming the run from crawler.db.
-fn explore_twice(app: &str, one_shot_binary: bool) {
-    let (_, reachable, _) = model_facts(app);
-    let steps = 2 * reachable.len() as u64;
-    let dir = tempfile::tempdir().unwrap();
+/// The screen graph of a heuristic stage that took the recorded run in.
+fn graph_of(db: &Path, events: &[Event]) -> BTreeSet<String> {
+    let run = events.iter().find_map(|e| e.run_id()).unwrap().to_string();
+    let stage = Stage::new(Config {
+        decider: Decider::Heuristic,
+        seed: 0,
+        prompt: Default::default(),
+        history: from_store::history(db, &run).unwrap(),
+        fall_back_when_unreachable: false,
+    })
+    .unwrap();
+    let graph = stage.heuristic().graph();
+    (0..graph.screen_count())
+        .filter_map(|id| graph.key(id).map(|key| key.as_str().to_string()))
+        .collect()
+}
 
-    let live_db = dir.path().join("live.db");
-    let live_store = Store::open(&live_db).unwrap();
-    let mut stage = stage_for(app, Decider::Heuristic, 0, Vec::new());
-    let (live, graph) = with_sim(app, |explorer, _| {
-        let decisions: Vec<Decision> = (1..=steps)
-            .map(|step| {
-                let taken = explorer.step(step, &mut stage).unwrap();
-                record(&live_store, taken.events());
-                decision_of(&taken.decided)
-            })
-            .collect();
-        let graph = stage.heuristic().graph();
-        let keys: BTreeSet<String> = (0..graph.screen_count())
-            .filter_map(|id| graph.key(id).map(|key| key.as_str().to_string()))
-            .collect();
-        (decisions, keys)
-    });
+/// droid-crawl on `app` for 2 × (reachable screens) steps with the heuristic, in process or
+/// through `decide_cmd`: its events and its crawler.db.
+fn crawl(app: &str, one_shot: bool, dir: &Path) -> Vec<Event> {
+    let (package, reachable, _) = model_facts(app);
+    let steps = 2 * reachable.len() as u64;
+    with_sim(app, |device, _, _| {
+        let mut config = crawl_config(&package, Decider::Heuristic, 0, steps, dir);
+        if one_shot {
+            // A clean environment: nothing of the developer's shell reaches the stage.
+            let decide = bin_path("droid-decide");
+            let db = config.db.display().to_string();
+            config.stages.decide = Some(format!(
+                "sh -c 'while IFS= read -r line; do printf \"%s\\n\" \"$line\" | env -i {} \
+                 --db {db} --package {package} --decider heuristic || exit 1; done'",
+                decide.display()
+            ));
+            config.stages.timeout = std::time::Duration::from_secs(60);
+        }
+        let mut events = Events::default();
+        let summary = crawl::crawl(config, device, &mut events).unwrap();
+        assert!(summary.ended_well(), "{app}: {summary:?}");
+        events.0
+    })
+}
+
+fn explore_twice(app: &str) {
+    let live_dir = tempfile::tempdir().unwrap();
+    let live = crawl(app, false, live_dir.path());
+    let live_db = live_dir.path().join("crawler.db");
+    let graph = graph_of(&live_db, &live);
     assert_eq!(
         stored_screens(&live_db),
         graph,
         "{app}: crawler.db holds the screens the decider's graph holds"
     );
 
-    let db = dir.path().join("one-shot.db");
-    let store = Store::open(&db).unwrap();
-    let one_shot: Vec<Decision> = with_sim(app, |explorer, _| {
-        (1..=steps)
-            .map(|step| {
-                let observation = explorer.observe(step).unwrap();
-                let decided = match one_shot_binary {
-                    true => decide_binary(app, &db, &observation),
-                    false => {
-                        let history = from_store::history(&db, RUN).unwrap();
-                        let mut stage = stage_for(app, Decider::Heuristic, 0, history);
-                        stage.decide(&observation).unwrap()
-                    }
-                };
-                let decision = decision_of(&decided);
-                let results = explorer.act(&decision, &observation);
-                // As a pipe records it: the observation, what was decided, the results.
-                let observed = Event::Observation(Box::new(observation));
-                let results = results.into_iter().map(Event::Result);
-                record(
-                    &store,
-                    std::iter::once(observed).chain(decided).chain(results),
-                );
-                decision
-            })
-            .collect()
-    });
-    assert_eq!(live.len(), one_shot.len());
-    for (step, (a, b)) in live.iter().zip(&one_shot).enumerate() {
+    let one_shot_dir = tempfile::tempdir().unwrap();
+    let one_shot = crawl(app, true, one_shot_dir.path());
+    let (live, one_shot) = (decisions(&live), decisions(&one_shot));
+    assert_eq!(live.len(), one_shot.len(), "{app}");
+    for (a, b) in live.iter().zip(&one_shot) {
         assert_eq!(
             (&a.actions, &a.relaunch),
             (&b.actions, &b.relaunch),
-            "{app}: step {} decided otherwise by a one-shot stage",
-            step + 1
+            "{app}: step {:?} decided otherwise by a one-shot stage",
+            a.step
         );
     }
-    assert_eq!(stored_screens(&db), graph, "{app}: the same screens");
-}
-
-/// `droid-decide --db DB --run r1` on one observation: the events it writes after it.
-fn decide_binary(app: &str, db: &Path, observation: &droid::events::Observation) -> Vec<Event> {
-    let (package, _, allowed) = model_facts(app);
-    let mut cmd = droid("droid-decide");
-    cmd.args(["--db", &db.display().to_string(), "--run", RUN]);
-    cmd.args(["--package", &package]);
-    for other in allowed {
-        cmd.args(["--allow-package", &other]);
-    }
-    let line = Event::Observation(Box::new(observation.clone())).to_line();
-    let output = feed(&mut cmd, &format!("{line}\n"));
-    assert!(output.status.success(), "{output:?}");
-    String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .filter_map(|line| Event::from_line(line).unwrap())
-        .collect()
+    let one_shot_db = one_shot_dir.path().join("crawler.db");
+    assert_eq!(
+        stored_screens(&one_shot_db),
+        graph,
+        "{app}: the same screens"
+    );
 }
 
 #[test]
-fn a_one_shot_stage_per_step_decides_as_a_long_running_one_on_every_app() {
+fn a_one_shot_droid_decide_per_step_decides_as_a_long_running_stage_on_every_app() {
     for app in app_models() {
-        explore_twice(&app, false);
+        explore_twice(&app);
     }
-}
-
-#[test]
-fn the_droid_decide_binary_resumes_a_recorded_run_as_it_was_decided() {
-    explore_twice("builtin:tiny", true);
 }

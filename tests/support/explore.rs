@@ -1,15 +1,17 @@
-//! A decider exploring an app model against droid-sim through the library's exploration loop
-//! ([`droid::explore::Explorer`]), measured by the simulator's truth log: shared by the tests and
-//! `make bench`/`make coverage`, so the figures in the docs come from the loop the tests run.
+//! A decider exploring an app model against droid-sim through droid-crawl's own loop
+//! ([`droid::crawl::crawl`], in process), measured by the simulator's truth log: shared by the
+//! tests and `make bench`/`make coverage`, so the figures in the docs are the product's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use droid::crawl;
 use droid::decide::prompt::PromptSettings;
-use droid::decide::{Config, Decider, Stage};
-use droid::events::Observation;
-use droid::explore::Explorer;
+use droid::decide::{Config, Decider};
+use droid::device::{AdbDevice, DeviceConfig};
+use droid::events::{Event, Observation};
 use droid::sim::model::AppModel;
+use droid::sim::{Sim, SimConfig};
 use serde_json::Value;
 
 /// Screens of the model reached within `steps_per_screen × reachable` steps, measured with the
@@ -54,10 +56,10 @@ pub struct Run {
     pub first_shown: BTreeMap<String, u64>,
     /// Every step: its observation and the model screen the device showed when it was captured.
     pub observed: Vec<(Observation, String)>,
-    /// Every step's events, in stream order.
-    pub events: Vec<droid::events::Event>,
-    /// The decider's screen graph at the end, by screen key.
-    pub graph: BTreeSet<String>,
+    /// Every event of the run, in stream order.
+    pub events: Vec<Event>,
+    /// Why the crawl ended (`run_ended`'s reason: `max_steps`, `explored`, ...).
+    pub ended: String,
 }
 
 #[allow(dead_code)]
@@ -79,7 +81,7 @@ impl Run {
             .events
             .iter()
             .filter_map(|event| match event {
-                droid::events::Event::Decision(decision) => {
+                Event::Decision(decision) => {
                     let actions: Vec<String> = decision
                         .actions
                         .iter()
@@ -156,28 +158,6 @@ pub fn model_facts(app: &str) -> (String, BTreeSet<String>, Vec<String>) {
     (package, reachable, allowed)
 }
 
-/// A decide stage for an app model's package.
-pub fn stage_for(
-    app: &str,
-    decider: Decider,
-    seed: u64,
-    history: Vec<droid::events::Event>,
-) -> Stage {
-    let (package, _, allowed) = model_facts(app);
-    Stage::new(Config {
-        decider,
-        seed,
-        prompt: PromptSettings {
-            package: Some(package),
-            allowed_packages: allowed,
-            ..PromptSettings::default()
-        },
-        history,
-        fall_back_when_unreachable: false,
-    })
-    .unwrap()
-}
-
 /// An act configuration without pauses (the simulator needs none).
 pub fn quick_act() -> droid::act::Config {
     droid::act::Config {
@@ -189,68 +169,111 @@ pub fn quick_act() -> droid::act::Config {
     }
 }
 
-/// Explores an app model on a fresh simulator with a long-running decide stage for
-/// `steps_per_screen` × (reachable screens) steps.
+/// The crawl droid-crawl runs for `droid-crawl --package P --decider D --seed S --max-steps N
+/// --pause-ms 0 --report none`, recording into `dir`.
+pub fn crawl_config(
+    package: &str,
+    decider: Decider,
+    seed: u64,
+    steps: u64,
+    dir: &Path,
+) -> crawl::Config {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crawl::Config {
+        package: package.to_string(),
+        allowed_packages: Vec::new(),
+        max_steps: steps,
+        max_duration: std::time::Duration::from_secs(3600),
+        out_dir: dir.join("output_data"),
+        db: dir.join("crawler.db"),
+        decide: Config {
+            decider,
+            seed,
+            prompt: PromptSettings::default(),
+            history: Vec::new(),
+            fall_back_when_unreachable: false,
+        },
+        act: quick_act(),
+        stages: crawl::Stages::default(),
+        reports: Vec::new(),
+        controls: crawl::Controls::new(stop),
+        stop_on_secure: false,
+        integrations: Vec::new(),
+        unavailable: Vec::new(),
+    }
+}
+
+/// What a crawl showed, step by step, read from the simulator's truth log as the crawl's events
+/// pass.
+struct Watcher<'t> {
+    truth: &'t Path,
+    read: usize,
+    last_step: u64,
+    first_shown: BTreeMap<String, u64>,
+    observed: Vec<(Observation, String)>,
+    events: Vec<Event>,
+}
+
+impl Watcher<'_> {
+    /// Notes the screens shown since the last look as shown after step `step`.
+    fn look(&mut self, step: u64) {
+        self.read = note_shown(self.truth, self.read, step, &mut self.first_shown);
+    }
+}
+
+impl crawl::Listener for Watcher<'_> {
+    fn event(&mut self, event: &Event) {
+        if let Event::Observation(observation) = event {
+            let step = observation.step.unwrap_or(0);
+            self.look(step.saturating_sub(1));
+            self.last_step = step;
+            self.observed.push((
+                (**observation).clone(),
+                shown(self.truth).unwrap_or_default(),
+            ));
+        }
+        self.events.push(event.clone());
+    }
+
+    fn say(&mut self, _level: crawl::Level, _message: &str) {}
+}
+
+/// Explores an app model with droid-crawl's loop ([`crawl::crawl`], in process, as
+/// `droid-crawl` runs it) on a fresh simulator for `steps_per_screen` × (reachable screens)
+/// steps, or until the exploration says it is complete.
 pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> Run {
-    let mut stage = stage_for(app, decider, seed, Vec::new());
-    let (_, reachable, _) = model_facts(app);
+    let (package, reachable, _) = model_facts(app);
     let own = own_screens(app);
     let steps = steps_per_screen * reachable.len() as u64;
-    with_sim(app, |explorer, truth| {
-        let mut run = Run {
-            reached: BTreeSet::new(),
-            reachable: reachable.clone(),
-            own: own.clone(),
+    with_sim(app, |device, truth, dir| {
+        let config = crawl_config(&package, decider, seed, steps, dir);
+        let mut watcher = Watcher {
+            truth,
+            read: 0,
+            last_step: 0,
             first_shown: BTreeMap::new(),
             observed: Vec::new(),
             events: Vec::new(),
-            graph: BTreeSet::new(),
         };
-        let mut read = 0;
-        read = note_shown(truth, read, 0, &mut run.first_shown);
-        for step in 1..=steps {
-            // Explorer::step's parts, to read what the device showed when it was captured.
-            let observation = explorer.observe(step).unwrap();
-            run.observed
-                .push((observation.clone(), shown(truth).unwrap_or_default()));
-            let decided = stage.decide(&observation).unwrap();
-            let decision = decided.iter().find_map(|event| match event {
-                droid::events::Event::Decision(decision) => Some(decision.clone()),
-                _ => None,
-            });
-            let results = decision.map_or_else(Vec::new, |d| explorer.act(&d, &observation));
-            for result in &results {
-                stage.learn(&droid::events::Event::Result(result.clone()));
-            }
-            let taken = droid::explore::Step {
-                observation,
-                decided,
-                results,
-            };
-            run.events.extend(taken.events());
-            read = note_shown(truth, read, step, &mut run.first_shown);
-            // As droid-crawl does: the rest of the budget would go round the same moves.
-            if stage.explored() {
-                break;
-            }
+        let summary = crawl::crawl(config, device, &mut watcher).expect("the crawl starts");
+        assert!(summary.ended_well(), "{app}: {summary:?}");
+        let last = watcher.last_step;
+        watcher.look(last);
+        Run {
+            reached: reached(truth, &reachable),
+            reachable: reachable.clone(),
+            own: own.clone(),
+            first_shown: watcher.first_shown,
+            observed: watcher.observed,
+            events: watcher.events,
+            ended: summary.reason,
         }
-        run.reached = reached(truth, &reachable);
-        let graph = stage.heuristic().graph();
-        run.graph = (0..graph.screen_count())
-            .filter_map(|id| graph.key(id).map(|k| k.as_str().to_string()))
-            .collect();
-        run
     })
 }
 
-/// Runs `f` with an explorer on a fresh simulator serving `app`, the app launched, and the
-/// path of the simulator's truth log.
-pub fn with_sim<T>(app: &str, f: impl FnOnce(&Explorer, &Path) -> T) -> T {
-    use droid::capture::device::DeviceOptions;
-    use droid::device::{AdbDevice, Device, DeviceConfig};
-    use droid::sim::{Sim, SimConfig};
-
-    let (package, _, _) = model_facts(app);
+/// Runs `f` with a device on a fresh simulator serving `app`, the path of the simulator's truth
+/// log, and a folder for the crawl's files.
+pub fn with_sim<T>(app: &str, f: impl FnOnce(&AdbDevice, &Path, &Path) -> T) -> T {
     let dir = tempfile::tempdir().unwrap();
     let truth = dir.path().join("truth.jsonl");
     let sim = Sim::start(SimConfig {
@@ -259,17 +282,7 @@ pub fn with_sim<T>(app: &str, f: impl FnOnce(&Explorer, &Path) -> T) -> T {
     })
     .unwrap();
     let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial())).unwrap();
-    device.launch(&package).unwrap();
-    let capture = DeviceOptions {
-        out_dir: dir.path().join("shots"),
-        screenshot: true,
-        concurrent: true,
-        run_id: Some("r1".into()),
-        step: None,
-        step_names: false,
-    };
-    let explorer = Explorer::new(&device, capture, quick_act()).unwrap();
-    f(&explorer, &truth)
+    f(&device, &truth, dir.path())
 }
 
 /// Notes the step at which each screen in the truth log's lines after the first `read` was
