@@ -7,124 +7,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::crash::ReproStep;
+pub use crate::store::statistic::{Group, Statistic};
 use crate::store::{CrashRow, JournalEntry, NoteRow, RunRow, Store};
 
 use super::Error;
-
-/// The reference's runtime statistics, by group, in its order. `run_stats` columns keep their
-/// names; `*_json` columns lose the suffix and become objects; the rest are computed here.
-pub const STAT_GROUPS: &[(&str, &[&str])] = &[
-    (
-        "Crawl progress",
-        &[
-            "total_steps",
-            "successful_steps",
-            "failed_steps",
-            "crawl_duration_seconds",
-            "avg_step_duration_ms",
-        ],
-    ),
-    (
-        "Screen discovery",
-        &[
-            "unique_screens_visited",
-            "total_screen_visits",
-            "screens_per_minute",
-            "deepest_navigation_depth",
-            "most_visited_screen_id",
-            "most_visited_screen_count",
-        ],
-    ),
-    (
-        "Actions",
-        &[
-            "actions_by_type",
-            "successful_actions_by_type",
-            "failed_actions_by_type",
-            "avg_action_duration_ms",
-            "min_action_duration_ms",
-            "max_action_duration_ms",
-        ],
-    ),
-    (
-        "Model performance",
-        &[
-            "total_ai_calls",
-            "avg_ai_response_time_ms",
-            "min_ai_response_time_ms",
-            "max_ai_response_time_ms",
-            "ai_timeout_count",
-            "ai_error_count",
-            "ai_retry_count",
-            "invalid_response_count",
-            "total_ai_tokens_used",
-        ],
-    ),
-    (
-        "Multi-action batching",
-        &[
-            "multi_action_batch_count",
-            "single_action_count",
-            "total_batch_actions",
-            "avg_batch_size",
-            "max_batch_size",
-            "batch_success_rate",
-        ],
-    ),
-    (
-        "Errors and recovery",
-        &[
-            "stuck_detection_count",
-            "stuck_recovery_success",
-            "app_crash_count",
-            "app_relaunch_count",
-            "context_loss_count",
-            "context_recovery_count",
-            "invalid_bbox_count",
-            "uiautomator_crash_count",
-            "uiautomator_recovery_count",
-            "avg_recovery_time_ms",
-        ],
-    ),
-    (
-        "Device and session",
-        &[
-            "device_id",
-            "device_model",
-            "android_version",
-            "screen_resolution",
-            "screen_width",
-            "screen_height",
-            "app_package",
-            "app_version",
-            "session_start_time",
-            "session_end_time",
-        ],
-    ),
-    (
-        "Network and security",
-        &[
-            "pcap_file_size_bytes",
-            "pcap_packet_count",
-            "mobsf_security_score",
-            "mobsf_high_issues",
-            "mobsf_medium_issues",
-            "mobsf_low_issues",
-            "video_file_size_bytes",
-            "video_duration_seconds",
-        ],
-    ),
-    (
-        "Coverage",
-        &[
-            "screens_with_unexplored_elements",
-            "unique_activities_visited",
-            "transition_count",
-            "unique_transitions",
-            "navigation_graph_edges",
-        ],
-    ),
-];
 
 /// The run, as its header shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -406,9 +292,9 @@ impl Report {
         })
     }
 
-    /// A statistic by its reference name.
-    pub fn stat(&self, name: &str) -> &Value {
-        self.run_stats.get(name).unwrap_or(&Value::Null)
+    /// A statistic's value (null when the run has none).
+    pub fn stat(&self, statistic: Statistic) -> &Value {
+        self.run_stats.get(statistic.name()).unwrap_or(&Value::Null)
     }
 
     /// Groups of `kind` (`crash` or `anr`).
@@ -500,7 +386,8 @@ fn str_at<'v>(value: &'v Option<Value>, path: &[&str]) -> Option<&'v str> {
 }
 
 fn run_info(row: &RunRow, stats: &Map<String, Value>, notes: &[NoteRow]) -> RunInfo {
-    let text = |name: &str| stats.get(name).and_then(Value::as_str).map(str::to_string);
+    let value = |statistic: Statistic| stats.get(statistic.name());
+    let text = |statistic: Statistic| value(statistic).and_then(Value::as_str).map(str::to_string);
     let state = notes
         .iter()
         .rev()
@@ -517,8 +404,8 @@ fn run_info(row: &RunRow, stats: &Map<String, Value>, notes: &[NoteRow]) -> RunI
         (status, _) => status.to_string(),
     };
     let resolution = match (
-        stats.get("screen_width").and_then(Value::as_i64),
-        stats.get("screen_height").and_then(Value::as_i64),
+        value(Statistic::ScreenWidth).and_then(Value::as_i64),
+        value(Statistic::ScreenHeight).and_then(Value::as_i64),
     ) {
         (Some(w), Some(h)) => Some(format!("{w}x{h}")),
         _ => None,
@@ -531,18 +418,17 @@ fn run_info(row: &RunRow, stats: &Map<String, Value>, notes: &[NoteRow]) -> RunI
         state,
         reason: str_at(&row.ended, &["reason"]).map(str::to_string),
         device_id: row.device_id.clone(),
-        device_model: text("device_model"),
-        android_version: text("android_version"),
+        device_model: text(Statistic::DeviceModel),
+        android_version: text(Statistic::AndroidVersion),
         screen_resolution: resolution,
         app_package: row.app_package.clone(),
-        app_version: text("app_version"),
+        app_version: text(Statistic::AppVersion),
         start_activity: row.start_activity.clone(),
         decider: row.ai_provider.clone(),
         model: row.ai_model.clone(),
         start_time: row.start_time.clone(),
         end_time: row.end_time.clone(),
-        duration_seconds: stats
-            .get("crawl_duration_seconds")
+        duration_seconds: value(Statistic::CrawlDurationSeconds)
             .and_then(Value::as_f64)
             .unwrap_or(0.0),
         max_steps: limit("max_steps"),
@@ -692,28 +578,31 @@ fn run_stats(
             None => (name, value),
         })
         .collect();
-    let get_f64 = |columns: &Map<String, Value>, name: &str| {
-        columns.get(name).and_then(Value::as_f64).unwrap_or(0.0)
+    let get_f64 = |columns: &Map<String, Value>, statistic: Statistic| {
+        columns
+            .get(statistic.name())
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0)
     };
-    let minutes = get_f64(&columns, "crawl_duration_seconds") / 60.0;
+    let minutes = get_f64(&columns, Statistic::CrawlDurationSeconds) / 60.0;
     let screens_per_minute = match minutes > 0.0 {
         true => Value::from(screens.len() as f64 / minutes),
         false => Value::Null,
     };
     let (ok, failed) = (
-        get_f64(&columns, "successful_steps"),
-        get_f64(&columns, "failed_steps"),
+        get_f64(&columns, Statistic::SuccessfulSteps),
+        get_f64(&columns, Statistic::FailedSteps),
     );
     let batch_success_rate = match ok + failed > 0.0 {
         true => Value::from(ok * 100.0 / (ok + failed)),
         false => Value::Null,
     };
     let pairs: HashSet<(i64, i64)> = transitions.iter().map(|t| (t.from, t.to)).collect();
-    let computed: [(&str, Value); 9] = [
-        ("screens_per_minute", screens_per_minute),
-        ("batch_success_rate", batch_success_rate),
+    let computed: [(Statistic, Value); 10] = [
+        (Statistic::ScreensPerMinute, screens_per_minute),
+        (Statistic::BatchSuccessRate, batch_success_rate),
         (
-            "context_loss_count",
+            Statistic::ContextLossCount,
             Value::from(
                 notes
                     .iter()
@@ -722,40 +611,41 @@ fn run_stats(
                     .count(),
             ),
         ),
-        ("device_id", Value::from(run.device_id.clone())),
+        (Statistic::DeviceId, Value::from(run.device_id.clone())),
         (
-            "screen_resolution",
+            Statistic::ScreenResolution,
             run.screen_resolution
                 .clone()
                 .map_or(Value::Null, Value::from),
         ),
-        ("app_package", Value::from(run.app_package.clone())),
-        ("session_start_time", Value::from(run.start_time.clone())),
+        (Statistic::AppPackage, Value::from(run.app_package.clone())),
         (
-            "session_end_time",
+            Statistic::SessionStartTime,
+            Value::from(run.start_time.clone()),
+        ),
+        (
+            Statistic::SessionEndTime,
             run.end_time.clone().map_or(Value::Null, Value::from),
         ),
         (
-            "screens_with_unexplored_elements",
+            Statistic::ScreensWithUnexploredElements,
             Value::from(coverage.screens_with_unexplored_elements),
         ),
+        (Statistic::NavigationGraphEdges, Value::from(pairs.len())),
     ];
-    for (name, value) in computed {
-        columns.insert(name.to_string(), value);
+    for (statistic, value) in computed {
+        columns.insert(statistic.name().to_string(), value);
     }
-    columns.insert("navigation_graph_edges".into(), Value::from(pairs.len()));
-    // The reference's order first, then any column it does not name.
-    let mut ordered = Map::new();
-    for (_, names) in STAT_GROUPS {
-        for name in *names {
-            ordered.insert(
-                name.to_string(),
-                columns.remove(*name).unwrap_or(Value::Null),
-            );
-        }
-    }
-    ordered.extend(columns);
-    ordered
+    // The table's order; the row's id columns are not statistics.
+    Statistic::ALL
+        .iter()
+        .map(|s| {
+            (
+                s.name().to_string(),
+                columns.remove(s.name()).unwrap_or(Value::Null),
+            )
+        })
+        .collect()
 }
 
 fn artifacts(db: &Path, row: &RunRow, notes: &[NoteRow], base: &Bases) -> Artifacts {

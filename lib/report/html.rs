@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use base64::Engine;
 
-use super::data::{show, CrashGroup, Report, STAT_GROUPS};
+use super::data::{show, CrashGroup, Group, Report, Statistic};
 use super::graph::Layout;
 use super::junit::escape;
 use super::thumbnail;
@@ -151,10 +151,14 @@ impl Page {
     }
 
     fn headline(&mut self, report: &Report) {
-        let s = |name: &str| show(report.stat(name));
+        let s = |statistic: Statistic| show(report.stat(statistic));
         let cards = [
-            ("steps", s("total_steps"), "steps"),
-            ("screens", s("unique_screens_visited"), "unique screens"),
+            ("steps", s(Statistic::TotalSteps), "steps"),
+            (
+                "screens",
+                s(Statistic::UniqueScreensVisited),
+                "unique screens",
+            ),
             (
                 "coverage",
                 format!("{:.0} %", report.coverage.action_coverage_percent),
@@ -166,7 +170,7 @@ impl Page {
                 "crashes",
             ),
             ("anrs", report.occurrences("anr").to_string(), "ANRs"),
-            ("ai-calls", s("total_ai_calls"), "model calls"),
+            ("ai-calls", s(Statistic::TotalAiCalls), "model calls"),
             (
                 "duration",
                 super::text::duration(report.run.duration_seconds),
@@ -278,13 +282,17 @@ impl Page {
     fn stats(&mut self, report: &Report) {
         self.body
             .push_str("<h2 id=\"statistics\">Statistics</h2><div class=\"stats\">");
-        for (group, names) in STAT_GROUPS {
-            let _ = write!(self.body, "<table><tr><th colspan=\"2\">{group}</th></tr>");
-            for name in *names {
+        for group in Group::ALL {
+            let _ = write!(
+                self.body,
+                "<table><tr><th colspan=\"2\">{}</th></tr>",
+                group.title()
+            );
+            for statistic in group.statistics() {
                 let _ = write!(
                     self.body,
-                    "<tr><td>{name}</td><td id=\"stat-{name}\">{}</td></tr>",
-                    escape(&clean(&show(report.stat(name))))
+                    "<tr><td>{statistic}</td><td id=\"stat-{statistic}\">{}</td></tr>",
+                    escape(&clean(&show(report.stat(statistic))))
                 );
             }
             self.body.push_str("</table>");

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::data::{show, Report};
+use super::data::{show, Report, Statistic};
 use crate::terminal::clean;
 
 /// Widest line.
@@ -49,26 +49,26 @@ pub fn render(report: &Report) -> String {
     );
     out.blank();
 
-    let s = |name: &str| show(report.stat(name));
+    let s = |statistic: Statistic| show(report.stat(statistic));
     out.field(
         "Steps",
         &format!(
             "{} ({} ok, {} failed), {} ms per step",
-            s("total_steps"),
-            s("successful_steps"),
-            s("failed_steps"),
-            s("avg_step_duration_ms")
+            s(Statistic::TotalSteps),
+            s(Statistic::SuccessfulSteps),
+            s(Statistic::FailedSteps),
+            s(Statistic::AvgStepDurationMs)
         ),
     );
     out.field(
         "Screens",
         &format!(
             "{} unique in {} visits, {} per minute, {} deep, {} activities",
-            s("unique_screens_visited"),
-            s("total_screen_visits"),
-            s("screens_per_minute"),
-            s("deepest_navigation_depth"),
-            s("unique_activities_visited")
+            s(Statistic::UniqueScreensVisited),
+            s(Statistic::TotalScreenVisits),
+            s(Statistic::ScreensPerMinute),
+            s(Statistic::DeepestNavigationDepth),
+            s(Statistic::UniqueActivitiesVisited)
         ),
     );
     let c = &report.coverage;
@@ -80,31 +80,31 @@ pub fn render(report: &Report) -> String {
             c.widget_actions,
             c.action_coverage_percent,
             c.screens_with_unexplored_elements,
-            s("transition_count"),
-            s("unique_transitions")
+            s(Statistic::TransitionCount),
+            s(Statistic::UniqueTransitions)
         ),
     );
-    let mut actions = s("actions_by_type");
+    let mut actions = s(Statistic::ActionsByType);
     if report
-        .stat("failed_actions_by_type")
+        .stat(Statistic::FailedActionsByType)
         .as_object()
         .is_some_and(|m| !m.is_empty())
     {
-        actions.push_str(&format!("; failed: {}", s("failed_actions_by_type")));
+        actions.push_str(&format!("; failed: {}", s(Statistic::FailedActionsByType)));
     }
     out.field("Actions", &actions);
-    let calls = report.stat("total_ai_calls").as_i64().unwrap_or(0);
+    let calls = report.stat(Statistic::TotalAiCalls).as_i64().unwrap_or(0);
     let model = match calls {
         0 => "no model calls".to_string(),
         n => format!(
             "{n} calls, {} ms average ({} to {}), {} errors, {} timeouts, {} retries, {} tokens",
-            s("avg_ai_response_time_ms"),
-            s("min_ai_response_time_ms"),
-            s("max_ai_response_time_ms"),
-            s("ai_error_count"),
-            s("ai_timeout_count"),
-            s("ai_retry_count"),
-            s("total_ai_tokens_used")
+            s(Statistic::AvgAiResponseTimeMs),
+            s(Statistic::MinAiResponseTimeMs),
+            s(Statistic::MaxAiResponseTimeMs),
+            s(Statistic::AiErrorCount),
+            s(Statistic::AiTimeoutCount),
+            s(Statistic::AiRetryCount),
+            s(Statistic::TotalAiTokensUsed)
         ),
     };
     out.field("Model", &model);
@@ -112,12 +112,12 @@ pub fn render(report: &Report) -> String {
         "Recovery",
         &format!(
             "crashes {}, relaunches {}, stuck {} (escaped {}), context lost {} (recovered {})",
-            s("app_crash_count"),
-            s("app_relaunch_count"),
-            s("stuck_detection_count"),
-            s("stuck_recovery_success"),
-            s("context_loss_count"),
-            s("context_recovery_count")
+            s(Statistic::AppCrashCount),
+            s(Statistic::AppRelaunchCount),
+            s(Statistic::StuckDetectionCount),
+            s(Statistic::StuckRecoverySuccess),
+            s(Statistic::ContextLossCount),
+            s(Statistic::ContextRecoveryCount)
         ),
     );
     out.blank();

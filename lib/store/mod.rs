@@ -14,6 +14,7 @@ mod projection;
 mod query;
 mod report;
 mod schema;
+pub mod statistic;
 mod stats;
 
 use std::path::{Path, PathBuf};

@@ -6,6 +6,7 @@ use rusqlite::types::Value as Sql;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
+use super::statistic::Statistic;
 use super::{Context, Result};
 use crate::events::{ActionResult, Decision, ErrorKind};
 
@@ -68,8 +69,7 @@ impl Tally {
 /// projection reproduces it exactly). `tally` is what the caller projected of the run; it is
 /// used when it covers every decision and result in the log, else they are read again.
 pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> Result<()> {
-    let mut fields: Vec<(&'static str, Sql)> =
-        vec![("id", run_id.into()), ("run_id", run_id.into())];
+    let mut fields: Vec<(Statistic, Sql)> = Vec::new();
 
     let one = |sql: &str| -> Result<Vec<Sql>> {
         conn.query_row(sql, [run_id], |row| {
@@ -91,12 +91,12 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
               WHERE run_id = ?1 AND ts IS NOT NULL AND ts <> '')")?;
     let steps = as_i64(&progress[0]);
     let duration = as_f64(&progress[3]);
-    fields.push(("total_steps", progress[0].clone()));
-    fields.push(("successful_steps", progress[1].clone()));
-    fields.push(("failed_steps", progress[2].clone()));
-    fields.push(("crawl_duration_seconds", opt_f64(duration)));
+    fields.push((Statistic::TotalSteps, progress[0].clone()));
+    fields.push((Statistic::SuccessfulSteps, progress[1].clone()));
+    fields.push((Statistic::FailedSteps, progress[2].clone()));
+    fields.push((Statistic::CrawlDurationSeconds, opt_f64(duration)));
     fields.push((
-        "avg_step_duration_ms",
+        Statistic::AvgStepDurationMs,
         opt_f64(
             duration
                 .filter(|_| steps > 0)
@@ -110,10 +110,10 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
          FROM graph_persistence_outcomes o JOIN screens s ON s.id = o.screen_id
          WHERE o.run_id = ?1",
     )?;
-    fields.push(("unique_screens_visited", discovery[0].clone()));
-    fields.push(("total_screen_visits", discovery[1].clone()));
+    fields.push((Statistic::UniqueScreensVisited, discovery[0].clone()));
+    fields.push((Statistic::TotalScreenVisits, discovery[1].clone()));
     fields.push((
-        "deepest_navigation_depth",
+        Statistic::DeepestNavigationDepth,
         deepest_depth(conn, run_id)?.into(),
     ));
     let most: Option<(i64, i64)> = conn
@@ -125,10 +125,13 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         )
         .optional()
         .ctx("computing run_stats")?;
-    fields.push(("most_visited_screen_id", most.map(|m| m.0).into()));
-    fields.push(("most_visited_screen_count", most.map_or(0, |m| m.1).into()));
+    fields.push((Statistic::MostVisitedScreenId, most.map(|m| m.0).into()));
     fields.push((
-        "unique_activities_visited",
+        Statistic::MostVisitedScreenCount,
+        most.map_or(0, |m| m.1).into(),
+    ));
+    fields.push((
+        Statistic::UniqueActivitiesVisited,
         match declared_activities(conn, run_id)? {
             Some(declared) => declared_visited(conn, run_id, &declared)?,
             None => discovery[2].clone(),
@@ -137,16 +140,16 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
 
     // Actions.
     let (all, ok, failed) = actions_by_type(conn, run_id)?;
-    fields.push(("actions_by_type_json", all.into()));
-    fields.push(("successful_actions_by_type_json", ok.into()));
-    fields.push(("failed_actions_by_type_json", failed.into()));
+    fields.push((Statistic::ActionsByType, all.into()));
+    fields.push((Statistic::SuccessfulActionsByType, ok.into()));
+    fields.push((Statistic::FailedActionsByType, failed.into()));
     let durations = one(
         "SELECT AVG(action_duration_ms), MIN(action_duration_ms), MAX(action_duration_ms)
          FROM step_logs WHERE run_id = ?1",
     )?;
-    fields.push(("avg_action_duration_ms", durations[0].clone()));
-    fields.push(("min_action_duration_ms", durations[1].clone()));
-    fields.push(("max_action_duration_ms", durations[2].clone()));
+    fields.push((Statistic::AvgActionDurationMs, durations[0].clone()));
+    fields.push((Statistic::MinActionDurationMs, durations[1].clone()));
+    fields.push((Statistic::MaxActionDurationMs, durations[2].clone()));
 
     // AI performance.
     let ai = one(
@@ -160,15 +163,15 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
          FROM ai_interactions WHERE run_id = ?1",
     )?;
     for (name, value) in [
-        "total_ai_calls",
-        "avg_ai_response_time_ms",
-        "min_ai_response_time_ms",
-        "max_ai_response_time_ms",
-        "ai_timeout_count",
-        "ai_error_count",
-        "ai_retry_count",
-        "invalid_response_count",
-        "total_ai_tokens_used",
+        Statistic::TotalAiCalls,
+        Statistic::AvgAiResponseTimeMs,
+        Statistic::MinAiResponseTimeMs,
+        Statistic::MaxAiResponseTimeMs,
+        Statistic::AiTimeoutCount,
+        Statistic::AiErrorCount,
+        Statistic::AiRetryCount,
+        Statistic::InvalidResponseCount,
+        Statistic::TotalAiTokensUsed,
     ]
     .into_iter()
     .zip(ai)
@@ -178,13 +181,13 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
 
     // Batching, and results with an invalid bounding box.
     for (name, value) in [
-        "multi_action_batch_count",
-        "single_action_count",
-        "total_batch_actions",
-        "avg_batch_size",
-        "max_batch_size",
-        "invalid_bbox_count",
-        "heuristic_fallback_count",
+        Statistic::MultiActionBatchCount,
+        Statistic::SingleActionCount,
+        Statistic::TotalBatchActions,
+        Statistic::AvgBatchSize,
+        Statistic::MaxBatchSize,
+        Statistic::InvalidBboxCount,
+        Statistic::HeuristicFallbackCount,
     ]
     .into_iter()
     .zip(counted(conn, run_id, tally)?)
@@ -207,14 +210,14 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
                  json_extract(json, '$.data.detected_at') since
                FROM run_events WHERE run_id = ?1 AND type = 'note')")?;
     for (name, value) in [
-        "stuck_detection_count",
-        "stuck_recovery_success",
-        "app_crash_count",
-        "app_relaunch_count",
-        "context_recovery_count",
-        "uiautomator_crash_count",
-        "uiautomator_recovery_count",
-        "avg_recovery_time_ms",
+        Statistic::StuckDetectionCount,
+        Statistic::StuckRecoverySuccess,
+        Statistic::AppCrashCount,
+        Statistic::AppRelaunchCount,
+        Statistic::ContextRecoveryCount,
+        Statistic::UiautomatorCrashCount,
+        Statistic::UiautomatorRecoveryCount,
+        Statistic::AvgRecoveryTimeMs,
     ]
     .into_iter()
     .zip(recovery)
@@ -237,8 +240,11 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         )
         .ctx("computing run_stats")
     };
-    fields.push(("device_model", first("$.device_info.model")?));
-    fields.push(("android_version", first("$.device_info.android_version")?));
+    fields.push((Statistic::DeviceModel, first("$.device_info.model")?));
+    fields.push((
+        Statistic::AndroidVersion,
+        first("$.device_info.android_version")?,
+    ));
     let width = first("$.device_info.screen_size[0]")?;
     let height = first("$.device_info.screen_size[1]")?;
     let (width, height) = if width == Sql::Null {
@@ -246,9 +252,9 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
     } else {
         (width, height)
     };
-    fields.push(("screen_width", width));
-    fields.push(("screen_height", height));
-    fields.push(("app_version", first("$.app_version")?));
+    fields.push((Statistic::ScreenWidth, width));
+    fields.push((Statistic::ScreenHeight, height));
+    fields.push((Statistic::AppVersion, first("$.app_version")?));
 
     // Network and security artifacts: the last `artifact` note of each kind (see
     // docs/integrations.md for each `data` shape).
@@ -265,46 +271,63 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         .ctx("computing run_stats")
     };
     let zero_if_null = |v: Sql| if v == Sql::Null { Sql::Integer(0) } else { v };
-    fields.push(("pcap_file_size_bytes", artifact("pcap", "size_bytes")?));
-    fields.push(("pcap_packet_count", artifact("pcap", "packet_count")?));
-    fields.push(("mobsf_security_score", artifact("mobsf", "security_score")?));
     fields.push((
-        "mobsf_high_issues",
+        Statistic::PcapFileSizeBytes,
+        artifact("pcap", "size_bytes")?,
+    ));
+    fields.push((
+        Statistic::PcapPacketCount,
+        artifact("pcap", "packet_count")?,
+    ));
+    fields.push((
+        Statistic::MobsfSecurityScore,
+        artifact("mobsf", "security_score")?,
+    ));
+    fields.push((
+        Statistic::MobsfHighIssues,
         zero_if_null(artifact("mobsf", "high_issues")?),
     ));
     fields.push((
-        "mobsf_medium_issues",
+        Statistic::MobsfMediumIssues,
         zero_if_null(artifact("mobsf", "medium_issues")?),
     ));
     fields.push((
-        "mobsf_low_issues",
+        Statistic::MobsfLowIssues,
         zero_if_null(artifact("mobsf", "low_issues")?),
     ));
-    fields.push(("video_file_size_bytes", artifact("video", "size_bytes")?));
     fields.push((
-        "video_duration_seconds",
+        Statistic::VideoFileSizeBytes,
+        artifact("video", "size_bytes")?,
+    ));
+    fields.push((
+        Statistic::VideoDurationSeconds,
         artifact("video", "duration_seconds")?,
     ));
 
     // Coverage.
     let coverage =
         one("SELECT COALESCE(SUM(count), 0), COUNT(*) FROM transitions WHERE run_id = ?1")?;
-    fields.push(("transition_count", coverage[0].clone()));
-    fields.push(("unique_transitions", coverage[1].clone()));
+    fields.push((Statistic::TransitionCount, coverage[0].clone()));
+    fields.push((Statistic::UniqueTransitions, coverage[1].clone()));
 
     conn.execute("DELETE FROM run_stats WHERE run_id = ?1", [run_id])
         .ctx("writing run_stats")?;
-    let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
-    let marks = vec!["?"; fields.len()].join(", ");
+    let mut columns = vec!["id".to_string(), "run_id".to_string()];
+    let mut values = vec![Sql::from(run_id), Sql::from(run_id)];
+    for (statistic, value) in fields {
+        // Only stored statistics are computed here (see `Computed`).
+        if let Some(column) = statistic.column() {
+            columns.push(column);
+            values.push(value);
+        }
+    }
+    let marks = vec!["?"; columns.len()].join(", ");
     let sql = format!(
         "INSERT INTO run_stats ({}) VALUES ({marks})",
-        names.join(", ")
+        columns.join(", ")
     );
-    conn.execute(
-        &sql,
-        rusqlite::params_from_iter(fields.into_iter().map(|(_, v)| v)),
-    )
-    .ctx("writing run_stats")?;
+    conn.execute(&sql, rusqlite::params_from_iter(values))
+        .ctx("writing run_stats")?;
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use droid::crash::{parse_anrs, parse_crashes};
 use droid::events::{Event, Note, RunEnded};
-use droid::report::data::{show, STAT_GROUPS};
+use droid::report::data::{show, Statistic};
 use droid::report::{self, Format, Report};
 use droid::store::Store;
 use serde_json::Value;
@@ -147,11 +147,10 @@ fn the_crawl_found_the_crash_and_the_anr_and_json_groups_them() {
 fn json_carries_every_run_stats_field_by_the_references_name() {
     let json = json();
     let stats = json["run_stats"].as_object().unwrap();
-    for (_, names) in STAT_GROUPS {
-        for name in *names {
-            assert!(stats.contains_key(*name), "{name}");
-        }
+    for statistic in Statistic::ALL {
+        assert!(stats.contains_key(statistic.name()), "{statistic}");
     }
+    assert_eq!(stats.len(), Statistic::ALL.len(), "only statistics");
     assert_eq!(stats["total_steps"], STEPS);
     assert_eq!(stats["app_package"], "com.example.shop");
     assert_eq!(stats["device_id"], "emulator-5554");
@@ -293,30 +292,29 @@ fn the_pdf_is_valid_and_its_figures_are_the_jsons() {
         .position(|l| *l == "Statistics")
         .expect("a Statistics section");
     let mut checked = 0;
-    for (_, names) in STAT_GROUPS {
-        for name in *names {
-            let value = &json["run_stats"][name];
-            let expected: Vec<(String, String)> = match value {
-                Value::Object(map) if !map.is_empty() => {
-                    map.iter().map(|(k, v)| (k.clone(), show(v))).collect()
-                }
-                v => vec![(name.to_string(), show(v))],
-            };
-            for (label, shown) in expected {
-                let found = lines[at..]
-                    .iter()
-                    .position(|l| l.split_whitespace().next() == Some(label.as_str()))
-                    .unwrap_or_else(|| panic!("no line for {label} after line {at}"));
-                at += found;
-                let rest = lines[at]
-                    .split_whitespace()
-                    .skip(1)
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                assert_eq!(rest, shown, "{label}: PDF line {:?}", lines[at]);
-                at += 1;
-                checked += 1;
+    for statistic in Statistic::ALL {
+        let name = statistic.name();
+        let value = &json["run_stats"][name];
+        let expected: Vec<(String, String)> = match value {
+            Value::Object(map) if !map.is_empty() => {
+                map.iter().map(|(k, v)| (k.clone(), show(v))).collect()
             }
+            v => vec![(name.to_string(), show(v))],
+        };
+        for (label, shown) in expected {
+            let found = lines[at..]
+                .iter()
+                .position(|l| l.split_whitespace().next() == Some(label.as_str()))
+                .unwrap_or_else(|| panic!("no line for {label} after line {at}"));
+            at += found;
+            let rest = lines[at]
+                .split_whitespace()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert_eq!(rest, shown, "{label}: PDF line {:?}", lines[at]);
+            at += 1;
+            checked += 1;
         }
     }
     assert!(checked > 70, "{checked}");
@@ -546,7 +544,7 @@ fn running_paused_stopped_and_errored_runs_report_in_every_format() {
         assert_eq!(report.run.state, state, "{run}");
         assert_eq!(report.steps.len(), steps, "{run}");
         assert_eq!(
-            report.stat("total_steps"),
+            report.stat(Statistic::TotalSteps),
             steps,
             "{run}: run_stats counted afresh"
         );
@@ -633,7 +631,7 @@ fn real_crash_and_anr_texts_group_by_signature() {
             ),
         ]
     );
-    assert_eq!(report.stat("app_crash_count"), 5);
+    assert_eq!(report.stat(Statistic::AppCrashCount), 5);
     let junit = report::junit::render(&report);
     assert_eq!(junit.matches("<testcase ").count(), 6);
     assert!(junit.contains("com.ichi2.anki.multimediacard.fields.AudioField.getFormattedValue"));

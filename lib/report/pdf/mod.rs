@@ -18,7 +18,7 @@ use serde_json::Value;
 
 pub use fonts::{Fonts, Style};
 
-use super::data::{show, CrashGroup, Report, STAT_GROUPS};
+use super::data::{show, CrashGroup, Group, Report, Statistic};
 use super::graph::Layout;
 use super::{thumbnail, Error};
 use crate::terminal::clean;
@@ -512,17 +512,17 @@ fn device_and_app(doc: &mut Doc, report: &Report) {
 }
 
 fn headline(doc: &mut Doc, report: &Report) {
-    let s = |name: &str| show(report.stat(name));
+    let s = |statistic: Statistic| show(report.stat(statistic));
     let cards = [
-        (s("total_steps"), "steps"),
-        (s("unique_screens_visited"), "unique screens"),
+        (s(Statistic::TotalSteps), "steps"),
+        (s(Statistic::UniqueScreensVisited), "unique screens"),
         (
             format!("{:.0} %", report.coverage.action_coverage_percent),
             "widget actions tried",
         ),
         (report.occurrences("crash").to_string(), "crashes"),
         (report.occurrences("anr").to_string(), "ANRs"),
-        (s("total_ai_calls"), "model calls"),
+        (s(Statistic::TotalAiCalls), "model calls"),
     ];
     doc.need(70.0);
     doc.y += 12.0;
@@ -568,15 +568,15 @@ fn table(doc: &mut Doc, columns: &[(&str, f32)], rows: &[Vec<String>]) {
 
 fn actions_table(doc: &mut Doc, report: &Report) {
     doc.heading("Actions by type");
-    let count = |name: &str, kind: &str| {
+    let count = |statistic: Statistic, kind: &str| {
         report
-            .stat(name)
+            .stat(statistic)
             .get(kind)
             .and_then(Value::as_i64)
             .unwrap_or(0)
     };
     let rows: Vec<Vec<String>> = report
-        .stat("actions_by_type")
+        .stat(Statistic::ActionsByType)
         .as_object()
         .map(|all| {
             all.iter()
@@ -584,8 +584,8 @@ fn actions_table(doc: &mut Doc, report: &Report) {
                     vec![
                         kind.clone(),
                         show(total),
-                        count("successful_actions_by_type", kind).to_string(),
-                        count("failed_actions_by_type", kind).to_string(),
+                        count(Statistic::SuccessfulActionsByType, kind).to_string(),
+                        count(Statistic::FailedActionsByType, kind).to_string(),
                     ]
                 })
                 .collect()
@@ -609,10 +609,11 @@ fn actions_table(doc: &mut Doc, report: &Report) {
 
 fn statistics(doc: &mut Doc, report: &Report) {
     doc.heading("Statistics");
-    for (group, names) in STAT_GROUPS {
+    for group in Group::ALL {
         let mut rows = Vec::new();
-        for name in *names {
-            match report.stat(name) {
+        for statistic in group.statistics() {
+            let name = statistic.name();
+            match report.stat(statistic) {
                 Value::Object(map) if !map.is_empty() => {
                     rows.push(vec![name.to_string(), String::new()]);
                     for (key, value) in map {
@@ -624,7 +625,7 @@ fn statistics(doc: &mut Doc, report: &Report) {
         }
         doc.need(40.0);
         let y = doc.y + 4.0;
-        doc.text(MARGIN, y, 10.5, Style::Bold, BLUE, group);
+        doc.text(MARGIN, y, 10.5, Style::Bold, BLUE, group.title());
         doc.y += 20.0;
         table(doc, &[("statistic", 0.0), ("value", 250.0)], &rows);
     }
