@@ -671,7 +671,7 @@ fn store() {
     let store = Store::open(&dir.path().join(format!("crawler-{ingests}.db"))).expect("reopen");
     let (journal, fastest) = time(200, || {
         let entries = store.journal("bench", JOURNAL_STEPS).expect("journal");
-        assert_eq!(entries.len(), JOURNAL_STEPS as usize);
+        assert_eq!(entries.len(), JOURNAL_STEPS);
     });
     println!(
         "exploration journal (last {JOURNAL_STEPS} steps of 10 000): median {:.1} µs, fastest {:.1} µs",

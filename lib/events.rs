@@ -552,6 +552,15 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The decision as made now for `step` of run `run_id`.
+    pub fn at(self, run_id: Option<String>, step: Option<u64>) -> Decision {
+        Decision {
+            run_id,
+            step,
+            ts: Some(now_ts()),
+            ..self
+        }
+    }
     /// Most actions one decision holds.
     pub const MAX_ACTIONS: usize = 12;
 
@@ -651,15 +660,22 @@ pub struct Note {
 }
 
 impl Note {
+    /// A note written now, of no run or step yet (whoever records it stamps them).
+    pub fn now(kind: NoteKind, message: impl Into<String>) -> Note {
+        Note {
+            ts: Some(now_ts()),
+            kind,
+            message: Some(message.into()),
+            ..Note::default()
+        }
+    }
+
     /// A note of run `run_id` at `step` (`None` before the first step), written now.
     pub fn at(run_id: &str, step: Option<u64>, kind: NoteKind, message: impl Into<String>) -> Note {
         Note {
             run_id: Some(run_id.to_string()),
             step,
-            ts: Some(now_ts()),
-            kind,
-            message: Some(message.into()),
-            ..Note::default()
+            ..Note::now(kind, message)
         }
     }
 

@@ -4,12 +4,13 @@
 
 use crate::capture::device::DeviceCaptureError;
 use crate::crash::{anr_signature, AnrData, ReproStep};
-use crate::events::{now_ts, Note, NoteKind, Observation};
+use crate::events::{Note, NoteKind, Observation};
 use crate::screen::ScreenKey;
 use crate::ui::UiElement;
 
-/// Steps in a row outside the app (each answered with back) before a relaunch.
-pub const BACKS_BEFORE_RELAUNCH: u32 = 3;
+/// Steps in a row in another app, each answered with back, before the driver relaunches the app
+/// under test (the reference design's context-loss rule).
+pub const CONTEXT_LOSS_BACKS: u32 = 3;
 
 /// Times a screen may be seen in a row, the actions on it not navigating, before the crawl is
 /// stuck there.
@@ -169,13 +170,8 @@ pub fn anr_note(
     anr.repro_steps = since_launch.to_vec();
     anr.screenshot_path = observation.screenshot_path.clone();
     anr.recovered = true;
-    Note {
-        ts: Some(now_ts()),
-        kind: NoteKind::Anr,
-        message: Some(format!("ANR: {}", anr.reason)),
-        data: serde_json::to_value(&anr).ok(),
-        ..Note::default()
-    }
+    Note::now(NoteKind::Anr, format!("ANR: {}", anr.reason))
+        .with_data(serde_json::to_value(&anr).ok())
 }
 
 /// Whether a capture failed in uiautomator (its idle-state or null-root errors, a dump that

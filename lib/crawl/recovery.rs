@@ -11,7 +11,7 @@ use super::policy;
 use super::run::Run;
 use super::step::{Driver, StepError};
 use super::{Level, DRIVER};
-use crate::events::{now_ts, Action, ActionType, Decision, Event, Note, NoteKind, Observation};
+use crate::events::{Action, ActionType, Decision, Event, Note, NoteKind, Observation};
 use crate::screen::Screen;
 
 impl Driver<'_, '_> {
@@ -77,18 +77,14 @@ impl Driver<'_, '_> {
                 run.crashes += 1;
                 let message = format!("{}: {}", crash.exception, crash.exception_message);
                 run.say(Level::Warn, &format!("crash: {message}"));
-                run.emit(Event::Note(Note {
-                    run_id: Some(run.run_id.clone()),
-                    step: observation
-                        .step
-                        .map(|s| s.saturating_sub(1))
-                        .filter(|&s| s > 0),
-                    ts: Some(now_ts()),
-                    kind: NoteKind::Crash,
-                    message: Some(message),
-                    data: serde_json::to_value(&crash).ok(),
-                    ..Note::default()
-                }));
+                // The crash happened at the step before the one that found it.
+                let step = observation
+                    .step
+                    .map(|s| s.saturating_sub(1))
+                    .filter(|&s| s > 0);
+                let note = Note::at(&run.run_id, step, NoteKind::Crash, message)
+                    .with_data(serde_json::to_value(&crash).ok());
+                run.emit(Event::Note(note));
             }
             self.context.reset();
             run.note(
@@ -110,7 +106,7 @@ impl Driver<'_, '_> {
             &format!("{package} is in front, not {}", self.config.package),
             Some(data),
         );
-        if times >= policy::BACKS_BEFORE_RELAUNCH {
+        if times >= policy::CONTEXT_LOSS_BACKS {
             run.note(
                 NoteKind::Relaunch,
                 &format!(
@@ -157,12 +153,10 @@ impl Driver<'_, '_> {
         relaunch: Option<String>,
     ) -> Decision {
         Decision {
-            run_id: Some(run.run_id.clone()),
-            step: observation.step,
-            ts: Some(now_ts()),
             decider: Some(DRIVER.into()),
             relaunch,
             ..Decision::new(actions)
         }
+        .at(Some(run.run_id.clone()), observation.step)
     }
 }

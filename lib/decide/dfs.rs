@@ -18,9 +18,6 @@ use crate::screen::{action_on, ActionKey, Screen, ScreenKey, BACK, SCROLL};
 /// What the depth-first decider types into a field.
 const TEXT: &str = "hello";
 
-/// Consecutive observations outside the app (after a back each) before a relaunch.
-const BACKS_BEFORE_RELAUNCH: u32 = 1;
-
 /// Relaunches without a new screen after which an exhausted screen gets a random action rather
 /// than a back (DroidBot's `MAX_NUM_RESTARTS`): otherwise an app whose launch screen is
 /// exhausted is left and relaunched for the rest of the budget.
@@ -95,7 +92,7 @@ impl DfsDecider {
         let relaunch = match self.is_foreign(observation) {
             true => {
                 self.foreign_steps += 1;
-                (self.foreign_steps > BACKS_BEFORE_RELAUNCH)
+                (self.foreign_steps > super::BACKS_OUTSIDE_THE_APP)
                     .then(|| "still outside the app after going back".to_string())
             }
             false => {

@@ -24,15 +24,14 @@ use serde_json::{json, Value};
 
 use crate::config::{self, Settings};
 use crate::events::{
-    now_ts, Action, ActionResult, ActionType, AiMeta, Decision, Event, Line, Note, NoteKind,
-    Observation,
+    Action, ActionResult, ActionType, AiMeta, Decision, Event, Line, Note, NoteKind, Observation,
 };
 use crate::filter::Output;
 use crate::screen::Screen;
 pub use crate::secret::TEST_PASSWORD_PLACEHOLDER;
 use dfs::DfsDecider;
 use heuristic::Heuristic;
-use prompt::{Context, JournalEntry, PromptSettings};
+use prompt::{Context, PastStep, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
 
@@ -246,10 +245,10 @@ impl Unstarted {
                 .and_then(|o| o.run_id.clone())
                 .or_else(|| self.run_id.clone()),
             step: observation.and_then(|o| o.step),
-            ts: Some(now_ts()),
-            kind: NoteKind::Error,
-            message: Some(crate::filter::Chain(&self.error).to_string()),
-            ..Note::default()
+            ..Note::now(
+                NoteKind::Error,
+                crate::filter::Chain(&self.error).to_string(),
+            )
         };
         out.event(&Event::Note(note));
     }
@@ -320,7 +319,7 @@ pub struct Stage {
     model: Option<Box<dyn ModelAdapter>>,
     settings: PromptSettings,
     run_id: Option<String>,
-    journal: Vec<JournalEntry>,
+    journal: Vec<PastStep>,
     stuck_reason: Option<String>,
     /// The previous answer was invalid: ask for one action.
     single_action: bool,
@@ -334,6 +333,10 @@ pub struct Stage {
     reached: bool,
     fall_back_when_unreachable: bool,
 }
+
+/// Backs a decider presses in another app (the app under test left for a browser, say) before it
+/// relaunches the app instead: one, since an app that opened another is one back away.
+pub(crate) const BACKS_OUTSIDE_THE_APP: u32 = 1;
 
 /// Who decided a step: the name written into a decision made by the heuristic, on its own or
 /// when a model failed.
@@ -536,12 +539,15 @@ impl Stage {
                 result.error_message.as_deref().unwrap_or("unknown error")
             ),
         };
-        self.journal.push(JournalEntry {
+        self.journal.push(PastStep {
             step: result.step.or(decision.step),
             action: what,
             outcome,
         });
-        let excess = self.journal.len().saturating_sub(prompt::JOURNAL_STEPS);
+        let excess = self
+            .journal
+            .len()
+            .saturating_sub(crate::store::JOURNAL_STEPS);
         self.journal.drain(..excess);
     }
 
@@ -731,12 +737,8 @@ impl Stage {
 
     /// `decision` for `observation`: its run, its step and the time now.
     fn stamped(&self, observation: &Observation, decision: Decision) -> Decision {
-        Decision {
-            run_id: observation.run_id.clone().or_else(|| self.run_id.clone()),
-            step: observation.step,
-            ts: Some(now_ts()),
-            ..decision
-        }
+        let run_id = observation.run_id.clone().or_else(|| self.run_id.clone());
+        decision.at(run_id, observation.step)
     }
 
     fn note(
@@ -749,11 +751,9 @@ impl Stage {
         Event::Note(Note {
             run_id: observation.run_id.clone().or_else(|| self.run_id.clone()),
             step: observation.step,
-            ts: Some(now_ts()),
-            kind,
             message,
             data,
-            extra: Default::default(),
+            ..Note::now(kind, "")
         })
     }
 }

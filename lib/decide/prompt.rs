@@ -16,16 +16,13 @@ use crate::ui::{is_actionable, label};
 /// Longest side of the image sent to a model.
 pub const MAX_IMAGE_SIDE: u32 = 1280;
 
-/// How many past steps the journal shows.
-pub const JOURNAL_STEPS: usize = 15;
-
 /// What the model types into a password field; droid-act swaps in the real password at typing
 /// time, so the password never travels to the provider, into a decision or into the database.
 pub use crate::secret::TEST_PASSWORD_PLACEHOLDER as PASSWORD_PLACEHOLDER;
 
 /// One past step, as the model reads it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct JournalEntry {
+pub struct PastStep {
     pub step: Option<u64>,
     pub action: String,
     pub outcome: String,
@@ -70,7 +67,7 @@ pub struct Built {
 /// Situation of the exploration at this step.
 #[derive(Debug, Clone, Default)]
 pub struct Context<'a> {
-    pub journal: &'a [JournalEntry],
+    pub journal: &'a [PastStep],
     pub stuck_reason: Option<&'a str>,
     /// The previous answer was invalid: ask for exactly one action.
     pub single_action: bool,
@@ -231,7 +228,7 @@ fn user_text(
         text.push_str("The screenshot is attached; give boxes in the screenshot's pixels.\n");
     }
     let journal = context.journal;
-    let recent = &journal[journal.len().saturating_sub(JOURNAL_STEPS)..];
+    let recent = &journal[journal.len().saturating_sub(crate::store::JOURNAL_STEPS)..];
     if recent.is_empty() {
         text.push_str("Exploration journal: this is the first step.\n");
     } else {
@@ -424,8 +421,8 @@ mod tests {
 
     #[test]
     fn journal_keeps_fifteen_steps_and_single_action_is_asked() {
-        let journal: Vec<JournalEntry> = (1..=20)
-            .map(|step| JournalEntry {
+        let journal: Vec<PastStep> = (1..=20)
+            .map(|step| PastStep {
                 step: Some(step),
                 action: format!("click #{step}"),
                 outcome: "ok".into(),

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::adb::{AdbClient, AdbError, ServerConfig};
-use crate::events::{now_ts, Note, NoteKind, Observation};
+use crate::events::{Note, NoteKind, Observation};
 
 /// An integration cannot be used for this crawl: the crawl warns and goes on without it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,13 +128,7 @@ pub fn artifact_note(name: &str, message: String, fields: Value) -> Note {
     if let (Some(data), Value::Object(fields)) = (data.as_object_mut(), fields) {
         data.extend(fields);
     }
-    Note {
-        ts: Some(now_ts()),
-        kind: NoteKind::Artifact,
-        message: Some(message),
-        data: Some(data),
-        ..Note::default()
-    }
+    Note::now(NoteKind::Artifact, message).with_data(Some(data))
 }
 
 /// Whether `note` is an [`artifact_note`] saying its integration failed (its `data` holds an
@@ -149,13 +143,8 @@ pub fn artifact_failed(note: &Note) -> bool {
 
 /// A note of kind `warning` from an integration: `data` is `{"integration": NAME, "error": ...}`.
 pub fn warning_note(name: &str, error: &str) -> Note {
-    Note {
-        ts: Some(now_ts()),
-        kind: NoteKind::Warning,
-        message: Some(format!("{name}: {error}")),
-        data: Some(json!({ "integration": name, "error": error })),
-        ..Note::default()
-    }
+    Note::now(NoteKind::Warning, format!("{name}: {error}"))
+        .with_data(Some(json!({ "integration": name, "error": error })))
 }
 
 /// A note of kind `warning` saying an integration is unavailable for this crawl.

@@ -59,7 +59,7 @@ impl RunInfo {
 
 /// A screen the run saw.
 #[derive(Debug, Clone, Serialize)]
-pub struct Screen {
+pub struct ReportedScreen {
     pub id: i64,
     /// For people: the activity's short name and the screen id (`SettingsActivity #7`).
     pub name: String,
@@ -98,7 +98,7 @@ pub struct StepAction {
 
 /// One step: the screen it saw, what was done, where it led.
 #[derive(Debug, Clone, Serialize)]
-pub struct Step {
+pub struct ReportedStep {
     pub step: i64,
     pub ts: Option<String>,
     pub screen_id: i64,
@@ -217,9 +217,9 @@ pub struct Report {
     pub run: RunInfo,
     /// Every `run_stats` field under the reference's name.
     pub run_stats: Map<String, Value>,
-    pub screens: Vec<Screen>,
+    pub screens: Vec<ReportedScreen>,
     pub transitions: Vec<Transition>,
-    pub steps: Vec<Step>,
+    pub steps: Vec<ReportedStep>,
     pub crashes: Vec<CrashGroup>,
     pub coverage: Coverage,
     pub problems: Vec<Problem>,
@@ -238,10 +238,10 @@ impl Report {
         let notes = store.run_notes(&run)?;
         let base = Bases::new(store.path(), row.session_path.as_deref());
 
-        let screens: Vec<Screen> = store
+        let screens: Vec<ReportedScreen> = store
             .run_screens(&run)?
             .into_iter()
-            .map(|s| Screen {
+            .map(|s| ReportedScreen {
                 name: screen_name(s.activity.as_deref(), s.screen_id),
                 id: s.screen_id,
                 activity: s.activity,
@@ -333,7 +333,7 @@ impl Report {
     }
 
     /// The screen with this id.
-    pub fn screen(&self, id: i64) -> Option<&Screen> {
+    pub fn screen(&self, id: i64) -> Option<&ReportedScreen> {
         self.screens.iter().find(|s| s.id == id)
     }
 }
@@ -436,7 +436,7 @@ fn run_info(row: &RunRow, stats: &Map<String, Value>, notes: &[NoteRow]) -> RunI
     }
 }
 
-fn steps(store: &Store, run: &str, base: &Bases) -> Result<Vec<Step>, Error> {
+fn steps(store: &Store, run: &str, base: &Bases) -> Result<Vec<ReportedStep>, Error> {
     let observed = store.run_steps(run)?;
     let mut actions: BTreeMap<i64, Vec<StepAction>> = BTreeMap::new();
     for entry in store.run_actions(run)? {
@@ -472,7 +472,7 @@ fn steps(store: &Store, run: &str, base: &Bases) -> Result<Vec<Step>, Error> {
     Ok(observed
         .into_iter()
         .zip(next)
-        .map(|(s, next_screen_id)| Step {
+        .map(|(s, next_screen_id)| ReportedStep {
             actions: actions.remove(&s.step).unwrap_or_default(),
             step: s.step,
             ts: s.ts,
@@ -523,7 +523,7 @@ fn group_crashes(rows: Vec<CrashRow>, base: &Bases) -> Vec<CrashGroup> {
     groups
 }
 
-fn coverage(screens: &[Screen], steps: &[Step]) -> Coverage {
+fn coverage(screens: &[ReportedScreen], steps: &[ReportedStep]) -> Coverage {
     let widget_actions: i64 = screens.iter().map(|s| s.widget_actions).sum();
     let tried: i64 = screens.iter().map(|s| s.widget_actions_tried).sum();
     let mut seen = HashSet::new();
@@ -560,7 +560,7 @@ fn coverage(screens: &[Screen], steps: &[Step]) -> Coverage {
 fn run_stats(
     stored: Map<String, Value>,
     run: &RunInfo,
-    screens: &[Screen],
+    screens: &[ReportedScreen],
     transitions: &[Transition],
     notes: &[NoteRow],
     coverage: &Coverage,

@@ -73,7 +73,7 @@ struct Taken {
 struct StepState {
     step: u64,
     screen_id: i64,
-    composite: String,
+    screen_key: String,
     screenshot: Option<String>,
     decision: Option<Decision>,
     /// The step's last successful action: (action id, verb).
@@ -199,10 +199,10 @@ impl Projector {
         };
         // Computed by the one rule (or handed on by whoever computed it for this observation),
         // never read from the line: a producer's own `hash.screen_key` is not the decider's.
-        let composite = shown.key().as_str().to_string();
-        let known = match self.screens.get(&composite) {
+        let screen_key = shown.key().as_str().to_string();
+        let known = match self.screens.get(&screen_key) {
             Some(&id) => Some(id),
-            None => screen_row(conn, &composite)?,
+            None => screen_row(conn, &screen_key)?,
         };
         let (screen_id, kind) = match known {
             Some(id) => {
@@ -223,7 +223,7 @@ impl Projector {
                 )
                 .and_then(|mut s| {
                     s.execute(params![
-                        composite,
+                        screen_key,
                         hash.phash.unwrap_or_default(),
                         o.screenshot_path,
                         o.activity.clone().unwrap_or_default(),
@@ -237,7 +237,7 @@ impl Projector {
                 (conn.last_insert_rowid(), "discovered")
             }
         };
-        self.screens.insert(composite.clone(), screen_id);
+        self.screens.insert(screen_key.clone(), screen_id);
         self.held.outcome(OutcomeRow {
             outcome_id: stable_id(&[run, &step.to_string(), kind]),
             run_id,
@@ -250,7 +250,7 @@ impl Projector {
             ts: ts.clone(),
         });
         if self.registered.insert(actions_fingerprint(screen_id, o)) {
-            register_actions(conn, screen_id, &composite, &shown, &ts)?;
+            register_actions(conn, screen_id, &screen_key, &shown, &ts)?;
         }
 
         let state = self.run(conn, run_id)?;
@@ -262,7 +262,7 @@ impl Projector {
                     run_id,
                     &previous,
                     screen_id,
-                    &composite,
+                    &screen_key,
                     &ts,
                 )?;
             }
@@ -274,7 +274,7 @@ impl Projector {
         state.current = Some(StepState {
             step,
             screen_id,
-            composite,
+            screen_key,
             screenshot: o.screenshot_path.clone(),
             decision: None,
             last_action: None,
@@ -359,13 +359,13 @@ impl Projector {
         // An action meant for a screen crawler.db does not know has no row in `actions`; its
         // step row is still written.
         let meant = resolved.as_ref().and_then(|r| r.meant.clone());
-        if let (Some(current), Some(resolved), Some((screen_id, composite))) =
+        if let (Some(current), Some(resolved), Some((screen_id, screen_key))) =
             (current, resolved, meant)
         {
             let Resolved {
                 verb, target_key, ..
             } = &resolved;
-            let action_id = stable_id(&[&composite, verb, target_key]);
+            let action_id = stable_id(&[&screen_key, verb, target_key]);
             conn.prepare_cached(
                 "INSERT OR IGNORE INTO actions (action_id, screen_id, verb, target_key, origin,
                  tap_x, tap_y, input_payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -476,7 +476,7 @@ fn resolve(
             };
             id.map(|id| (id, meant))
         }
-        None => Some((current.screen_id, current.composite.clone())),
+        None => Some((current.screen_id, current.screen_key.clone())),
     };
     Ok(Resolved {
         key,
@@ -489,14 +489,14 @@ fn resolve(
 impl StepState {
     /// The step took an action successfully.
     fn took(&mut self, resolved: Resolved, r: &ActionResult) {
-        let Some((screen_id, composite)) = resolved.meant else {
+        let Some((screen_id, screen_key)) = resolved.meant else {
             return;
         };
-        let action_id = stable_id(&[&composite, &resolved.verb, &resolved.target_key]);
+        let action_id = stable_id(&[&screen_key, &resolved.verb, &resolved.target_key]);
         self.last_action = Some((action_id.clone(), resolved.verb));
         match resolved.key {
             Some(_) => self.taken.push(Taken {
-                screen: (screen_id, composite),
+                screen: (screen_id, screen_key),
                 action_id,
             }),
             // After a restart, the next screen is no action's outcome.
@@ -530,7 +530,7 @@ fn actions_fingerprint(screen_id: i64, o: &Observation) -> u64 {
 fn register_actions(
     conn: &Connection,
     screen_id: i64,
-    composite: &str,
+    screen_key: &str,
     shown: &Screen,
     ts: &str,
 ) -> Result<()> {
@@ -554,7 +554,7 @@ fn register_actions(
             .to_string()
         });
         stmt.execute(params![
-            stable_id(&[composite, verb, target_key]),
+            stable_id(&[screen_key, verb, target_key]),
             screen_id,
             verb,
             target_key,
@@ -801,7 +801,7 @@ fn load_run_projection(conn: &Connection, run_id: i64) -> Result<RunProjection> 
                 Ok(StepState {
                     step: r.get::<_, i64>(0)?.max(0) as u64,
                     screen_id: r.get(1)?,
-                    composite: r.get(2)?,
+                    screen_key: r.get(2)?,
                     screenshot: r.get(3)?,
                     decision: None,
                     last_action: None,

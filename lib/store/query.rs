@@ -10,7 +10,7 @@ use super::{Context, Result, Store};
 use crate::events::Observation;
 
 /// How many steps the exploration journal holds (the reference crawler's prompt context).
-pub const JOURNAL_STEPS: u32 = 15;
+pub const JOURNAL_STEPS: usize = 15;
 
 /// One executed action, as the exploration journal shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -147,7 +147,7 @@ impl Store {
 
     /// The exploration journal: the run's last `limit` executed actions (the reference crawler's query,
     /// newest steps first), returned oldest first.
-    pub fn journal(&self, run: &str, limit: u32) -> Result<Vec<JournalEntry>> {
+    pub fn journal(&self, run: &str, limit: usize) -> Result<Vec<JournalEntry>> {
         let run_id = self.run_row_id(run)?;
         let mut stmt = self
             .conn
@@ -159,23 +159,26 @@ impl Store {
             )
             .ctx("reading the journal")?;
         let rows = stmt
-            .query_map(params![run_id, limit], |r| {
-                Ok(JournalEntry {
-                    step_number: r.get(0)?,
-                    timestamp: r.get(1)?,
-                    from_screen_id: r.get(2)?,
-                    to_screen_id: r.get(3)?,
-                    action_type: r.get(4)?,
-                    action_description: r.get(5)?,
-                    target_bbox_json: r.get(6)?,
-                    input_text: r.get(7)?,
-                    execution_success: r.get(8)?,
-                    error_message: r.get(9)?,
-                    action_duration_ms: r.get(10)?,
-                    ai_response_time_ms: r.get(11)?,
-                    ai_reasoning: r.get(12)?,
-                })
-            })
+            .query_map(
+                params![run_id, i64::try_from(limit).unwrap_or(i64::MAX)],
+                |r| {
+                    Ok(JournalEntry {
+                        step_number: r.get(0)?,
+                        timestamp: r.get(1)?,
+                        from_screen_id: r.get(2)?,
+                        to_screen_id: r.get(3)?,
+                        action_type: r.get(4)?,
+                        action_description: r.get(5)?,
+                        target_bbox_json: r.get(6)?,
+                        input_text: r.get(7)?,
+                        execution_success: r.get(8)?,
+                        error_message: r.get(9)?,
+                        action_duration_ms: r.get(10)?,
+                        ai_response_time_ms: r.get(11)?,
+                        ai_reasoning: r.get(12)?,
+                    })
+                },
+            )
             .ctx("reading the journal")?;
         let mut entries: Vec<JournalEntry> = rows
             .collect::<rusqlite::Result<_>>()

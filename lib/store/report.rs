@@ -283,7 +283,7 @@ impl Store {
 
     /// Every `step_logs` row of the run, in step order.
     pub fn run_actions(&self, run: &str) -> Result<Vec<super::JournalEntry>> {
-        self.journal(run, u32::MAX)
+        self.journal(run, usize::MAX)
     }
 
     /// The run's notes in order, crashes and ANRs left out (see [`Store::run_crashes`]).

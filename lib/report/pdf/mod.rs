@@ -910,7 +910,7 @@ fn arrow_head(doc: &mut Doc, from: (f32, f32), to: (f32, f32), size: f32) {
 fn thumbnails(doc: &mut Doc, report: &Report) {
     doc.new_page();
     let per_page = THUMB_COLS * THUMB_ROWS;
-    let mut screens: Vec<&super::data::Screen> = report.screens.iter().collect();
+    let mut screens: Vec<&super::data::ReportedScreen> = report.screens.iter().collect();
     screens.sort_by(|a, b| b.visits.cmp(&a.visits).then(a.id.cmp(&b.id)));
     let shown = screens.len().min(per_page);
     doc.heading(&format!(

@@ -2,15 +2,21 @@
 //! rule droid has), the actions each offers (by [`ActionKey`]), which were tried, and the edges
 //! learned from what followed an action.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+mod promise;
+mod route;
 
-use crate::events::ActionType;
-use crate::screen::{list_of, shape, ActionKey, Rank, Screen, ScreenKey, Widget, BACK, SCROLL};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::screen::{ActionKey, Rank, Screen, ScreenKey, SCROLL};
 use crate::ui::Bounds;
 
+pub use promise::{Kind, UNSEEN_PRODUCTIVITY};
+use promise::{KindRecord, SiblingEvidence};
+pub use route::{Move, Plan, MOVE_COST};
+
 /// Index of a screen in the graph.
-pub type ScreenId = usize;
+pub type ScreenIndex = usize;
 
 #[derive(Debug, Clone)]
 struct Node {
@@ -28,7 +34,7 @@ struct Node {
     /// screens does not look through each one's actions.
     untried: BTreeMap<ActionKey, Rank>,
     /// Learned edges: action → target screen → times seen.
-    edges: BTreeMap<ActionKey, BTreeMap<ScreenId, u32>>,
+    edges: BTreeMap<ActionKey, BTreeMap<ScreenIndex, u32>>,
     visits: u32,
     /// A screen of another app: never a goal of exploration.
     outside: bool,
@@ -36,7 +42,7 @@ struct Node {
     /// through, explored only when the app itself offers less.
     guest: bool,
     /// The screen this one was first reached from: where an untried back is expected to lead.
-    parent: Option<ScreenId>,
+    parent: Option<ScreenIndex>,
     /// Actions tried here whose outcome was seen, and how many of those showed a new screen.
     outcomes: u32,
     discoveries: u32,
@@ -74,97 +80,6 @@ impl Node {
     }
 }
 
-/// What an action is, for actions that behave alike: a gesture on a scrollable container, by
-/// the activity, the element's class and resource id and whether it is the container's main
-/// gesture, across screens (a container's signature holds the words of every row, so it
-/// changes from screen to screen; the kind does not, and what the same list's gestures did on
-/// one screen says what they will do on the next: a pager that does not turn, a list that does
-/// not swipe); a tap on an item of a list (a row, a tab, a word of a list of results), by its
-/// list's class and resource id, its shape (see [`shape`]) and whether it is the list's first
-/// item (see [`Item`]), on its screen (the rows of one list behave alike, rows that only tick
-/// themselves done; another page's rows of the same class may not). Toggles are left out: what
-/// they change is a state of the screen, not another one; so are widgets that are not items of
-/// a list (a menu's rows are, a toolbar's buttons are not).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Kind {
-    activity: String,
-    rank: Rank,
-    class: String,
-    resource_id: String,
-    list: Option<Item>,
-}
-
-/// What places an item in its list, for its [`Kind`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Item {
-    /// Its screen, for a list without a resource id (known on its screen only).
-    screen: Option<ScreenId>,
-    list_class: String,
-    list_id: String,
-    /// See [`shape`].
-    shape: String,
-    /// The list's first item: often unlike the rest (a header, the folder shown, an "add" or
-    /// "all" row), so what it does says little of the other rows, and theirs little of it.
-    first: bool,
-}
-
-impl Kind {
-    fn of(screen: ScreenId, shown: &Screen, widget: &Widget) -> Option<Kind> {
-        let (elements, element) = (shown.elements(), widget.element);
-        let list = match widget.rank {
-            Rank::ListScroll | Rank::Gesture => None,
-            Rank::Item | Rank::Text | Rank::Anonymous => {
-                let list = list_of(elements, element)?;
-                // A list known by its resource id is the same list on every page of the
-                // activity; one without is only known on its screen.
-                Some(Item {
-                    screen: list.resource_id.is_empty().then_some(screen),
-                    list_class: list.class_name.clone(),
-                    list_id: list.resource_id.clone(),
-                    shape: shape(elements, element),
-                    first: !elements
-                        .iter()
-                        .any(|e| e.parent == element.parent && e.element_id < element.element_id),
-                })
-            }
-            _ => return None,
-        };
-        let observation = shown.observation();
-        Some(Kind {
-            activity: observation
-                .activity
-                .clone()
-                .or_else(|| observation.package.clone())
-                .unwrap_or_default(),
-            rank: widget.rank,
-            class: element.class_name.clone(),
-            resource_id: element.resource_id.clone(),
-            list,
-        })
-    }
-}
-
-/// First outcomes of actions of one [`Kind`]: how many, and how many led away from their
-/// screen.
-#[derive(Debug, Clone, Copy, Default)]
-struct KindRecord {
-    tried: u32,
-    away: u32,
-}
-
-impl KindRecord {
-    /// How much of its rank's promise an action of this kind keeps, by Laplace's rule over
-    /// those tried ((away + 1) / (tried + 1)): all of it before any try or while every try led
-    /// away, half after one try that left its screen as it was, a quarter after three (words
-    /// of a list of results that only select themselves).
-    fn scale(self) -> f64 {
-        f64::from(self.away + 1) / f64::from(self.tried + 1)
-    }
-}
-
-/// The productivity of a screen with no outcome yet: [`Node::productivity`] before any try.
-pub const UNSEEN_PRODUCTIVITY: f64 = 0.5;
-
 /// Where a widget was last seen on its screen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Place {
@@ -173,38 +88,17 @@ pub struct Place {
     pub label: String,
 }
 
-/// The first move of a path.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    Action(ActionKey),
-    /// Force-stop and start the app: leads to the screen it launches on.
-    Relaunch,
-}
-
-/// Where to explore next, away from the current screen.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    pub first: Step,
-    pub goal: ScreenId,
-    /// The [`Graph::promise`] of the goal's best untried action (but for those shown untried
-    /// where the plan starts) times the goal's productivity, divided by the steps to reach and
-    /// take it: comparable with [`Graph::value_here`].
-    pub value: f64,
-    /// The path's moves after the first, each with the screen it is taken on.
-    pub then: Vec<(ScreenId, ActionKey)>,
-}
-
 /// Screens, actions and edges of one exploration.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     screens: Vec<Node>,
-    by_key: HashMap<ScreenKey, ScreenId>,
+    by_key: HashMap<ScreenKey, ScreenIndex>,
     /// The screen the app shows when (re)launched.
-    launch: Option<ScreenId>,
+    launch: Option<ScreenIndex>,
     /// Per widget's action key, where it led away.
     led_away_on: HashMap<ActionKey, LedAway>,
     /// [`Graph::siblings`] answers, until one of the pair gains an action.
-    sibling_cache: RefCell<HashMap<(ScreenId, ScreenId), bool>>,
+    sibling_cache: RefCell<HashMap<(ScreenIndex, ScreenIndex), bool>>,
     /// What actions of each [`Kind`] showed, over every screen.
     by_kind: HashMap<Kind, KindRecord>,
     /// What each widget's action did, over every screen it was tried on.
@@ -215,135 +109,12 @@ pub struct Graph {
 #[derive(Debug, Clone, Default)]
 struct LedAway {
     /// The screens it was tried on where it showed another screen, and that one.
-    moves: Vec<(ScreenId, ScreenId)>,
+    moves: Vec<(ScreenIndex, ScreenIndex)>,
     /// Per screen, what the moves on its siblings showed so far (brought up to date as moves
     /// are added: a tab bar's moves grow with the screens), until a known screen gains an
     /// action.
-    evidence: RefCell<HashMap<ScreenId, SiblingEvidence>>,
+    evidence: RefCell<HashMap<ScreenIndex, SiblingEvidence>>,
 }
-
-/// What a widget did on a screen's siblings, from the first `seen` of its moves.
-#[derive(Debug, Clone, Copy, Default)]
-struct SiblingEvidence {
-    seen: usize,
-    moves: usize,
-    target: Option<ScreenId>,
-    /// Targets differ.
-    varies: bool,
-    /// A target is the screen itself or one of its siblings.
-    among_siblings: bool,
-}
-
-/// An untried widget that led away from a sibling screen (one sharing most of its actions: a
-/// tab bar, a toolbar, an overflow menu) usually leads where it led from the sibling: its promise
-/// is scaled by how sure that is. Sure when it led to this screen or one of its siblings (a tab
-/// bar) or to one screen from two siblings or more. (One that did nothing on a sibling may just
-/// have been disabled there.)
-const SIBLING_TRIED: f64 = 0.125;
-
-/// Widgets a screen may gain when typed into and still be the same screen in another state
-/// (see [`Graph::is_state_of`]).
-const STATE_EXTRA: usize = 2;
-
-/// Led elsewhere from one sibling only: an overflow menu often lists other items on another
-/// page of the same activity (notes' checklist menu against its text note menu).
-const SIBLING_ONCE: f64 = 0.35;
-
-/// Led to different screens from different siblings: it depends on the page it is on.
-const SIBLING_VARIES: f64 = 0.5;
-
-/// What a move costs beyond the decisions it needs (see [`Graph::plan`]): a move taken blind
-/// may go astray (a link dead in this state of the app), and each takes time.
-pub const MOVE_COST: f64 = 0.5;
-
-/// What trying an action on the screen observed costs: one decision, one move.
-const LOCAL_COST: f64 = 1.0 + MOVE_COST;
-
-/// How far a path goes, in what taking it takes: the decisions (observations) it needs and
-/// its moves, and whether the screen it reaches is observed (a decision starts there) or
-/// reached blind along a walk.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Reach {
-    decisions: u32,
-    moves: u32,
-    observed: bool,
-}
-
-impl Reach {
-    /// The screen observed now.
-    const START: Reach = Reach {
-        decisions: 1,
-        moves: 0,
-        observed: true,
-    };
-
-    /// The launch screen after a relaunch: the relaunch is a decision of its own.
-    const RELAUNCHED: Reach = Reach {
-        decisions: 2,
-        moves: 1,
-        observed: true,
-    };
-
-    fn cost(self) -> f64 {
-        f64::from(self.decisions) + MOVE_COST * f64::from(self.moves)
-    }
-
-    /// One more move in the same decision, blind.
-    fn then_act(self) -> Reach {
-        Reach {
-            moves: self.moves + 1,
-            observed: false,
-            ..self
-        }
-    }
-
-    /// One more move taken on the screen observed: the walk goes on past it when it is
-    /// `learned`, else the next screen is observed in a decision of its own.
-    fn then_act_observed(self, learned: bool) -> Reach {
-        Reach {
-            decisions: self.decisions + u32::from(!learned),
-            moves: self.moves + 1,
-            observed: !learned,
-        }
-    }
-
-    /// The walk stops here: a decision starts on this screen, observed.
-    fn then_observe(self) -> Reach {
-        match self.observed {
-            true => self,
-            false => Reach {
-                decisions: self.decisions + 1,
-                observed: true,
-                ..self
-            },
-        }
-    }
-}
-
-/// A screen waiting in [`Graph::plan`]'s queue, cheapest first.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Queued(f64, ScreenId);
-
-impl Eq for Queued {}
-
-impl Ord for Queued {
-    fn cmp(&self, other: &Queued) -> std::cmp::Ordering {
-        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
-    }
-}
-
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Queued) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// How much less a guest screen's untried actions are worth than the app's own, but for its
-/// form (see [`Graph::guest_scale`]).
-const GUEST: f64 = 0.3;
-
-/// Actions two sibling screens share at least.
-const SIBLING_SHARED: usize = 3;
 
 impl Graph {
     pub fn new() -> Graph {
@@ -356,7 +127,7 @@ impl Graph {
 
     /// The screen an observation shows, added when new; its actions are merged in and its
     /// visit counted.
-    pub fn observe(&mut self, shown: &Screen) -> ScreenId {
+    pub fn observe(&mut self, shown: &Screen) -> ScreenIndex {
         let id = match self.by_key.get(shown.key()) {
             Some(&id) => id,
             None => {
@@ -419,17 +190,17 @@ impl Graph {
     }
 
     /// The identity of a screen of the graph.
-    pub fn key(&self, screen: ScreenId) -> Option<&ScreenKey> {
+    pub fn key(&self, screen: ScreenIndex) -> Option<&ScreenKey> {
         self.screens.get(screen).map(|s| &s.key)
     }
 
     /// The screen of the graph with this identity.
-    pub fn find(&self, key: &ScreenKey) -> Option<ScreenId> {
+    pub fn find(&self, key: &ScreenKey) -> Option<ScreenIndex> {
         self.by_key.get(key).copied()
     }
 
-    /// The screen the app shows when launched: the goal of [`Step::Relaunch`].
-    pub fn set_launch(&mut self, screen: ScreenId) {
+    /// The screen the app shows when launched: the goal of [`Move::Relaunch`].
+    pub fn set_launch(&mut self, screen: ScreenIndex) {
         if screen < self.screens.len() {
             self.launch = Some(screen);
         }
@@ -456,43 +227,43 @@ impl Graph {
 
     /// Makes a learned move no route (see [`Node::dead`]) until nothing else is left: it
     /// belongs to a cycle the exploration went round without finding anything.
-    pub fn distrust(&mut self, screen: ScreenId, key: &ActionKey) {
+    pub fn distrust(&mut self, screen: ScreenIndex, key: &ActionKey) {
         if let Some(screen) = self.screens.get_mut(screen) {
             screen.dead.insert(key.clone());
         }
     }
 
-    pub fn launch(&self) -> Option<ScreenId> {
+    pub fn launch(&self) -> Option<ScreenIndex> {
         self.launch
     }
 
     /// Whether the screen belongs to another app the exploration may enter.
-    pub fn is_guest(&self, screen: ScreenId) -> bool {
+    pub fn is_guest(&self, screen: ScreenIndex) -> bool {
         self.screens.get(screen).is_some_and(|s| s.guest)
     }
 
     /// Marks a screen as belonging to another app the exploration may enter.
-    pub fn mark_guest(&mut self, screen: ScreenId) {
+    pub fn mark_guest(&mut self, screen: ScreenIndex) {
         if let Some(screen) = self.screens.get_mut(screen) {
             screen.guest = true;
         }
     }
 
     /// Marks a screen as belonging to another app, so paths never aim at it.
-    pub fn mark_outside(&mut self, screen: ScreenId) {
+    pub fn mark_outside(&mut self, screen: ScreenIndex) {
         if let Some(screen) = self.screens.get_mut(screen) {
             screen.outside = true;
         }
     }
 
-    pub fn mark_tried(&mut self, screen: ScreenId, key: &ActionKey) {
+    pub fn mark_tried(&mut self, screen: ScreenIndex, key: &ActionKey) {
         if let Some(screen) = self.screens.get_mut(screen) {
             screen.set_tried(key);
         }
     }
 
     /// Makes a tried action worth trying again (the screen's state changed).
-    pub fn mark_untried(&mut self, screen: ScreenId, key: &ActionKey) {
+    pub fn mark_untried(&mut self, screen: ScreenIndex, key: &ActionKey) {
         if let Some(screen) = self.screens.get_mut(screen) {
             screen.tried.remove(key);
             if let Some(&rank) = screen.actions.get(key) {
@@ -501,7 +272,7 @@ impl Graph {
         }
     }
 
-    pub fn is_tried(&self, screen: ScreenId, key: &ActionKey) -> bool {
+    pub fn is_tried(&self, screen: ScreenIndex, key: &ActionKey) -> bool {
         self.screens
             .get(screen)
             .is_some_and(|s| s.tried.contains(key))
@@ -514,7 +285,13 @@ impl Graph {
     /// [`Graph::is_state_of`]); the latest one says whether it stalled (see
     /// [`Node::stalled`]); a screen seen for the first time remembers where it was reached
     /// from.
-    pub fn record_edge(&mut self, from: ScreenId, key: &ActionKey, to: ScreenId, renewed: bool) {
+    pub fn record_edge(
+        &mut self,
+        from: ScreenIndex,
+        key: &ActionKey,
+        to: ScreenIndex,
+        renewed: bool,
+    ) {
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return;
         };
@@ -572,406 +349,67 @@ impl Graph {
         }
     }
 
-    /// How likely trying `key` (ranked `rank` by its looks) on `screen` is to show a new screen,
-    /// before the screen's productivity: the rank's promise, scaled down when the key led away
-    /// from a sibling screen (see [`SIBLING_TRIED`]) and on a guest screen. A form's submit is
-    /// not judged by its siblings: one dialog layout serves several forms (rename a note, create
-    /// one), and its "OK" does what the form asks.
-    pub fn promise(&self, screen: ScreenId, key: &ActionKey, rank: Rank) -> f64 {
-        let sibling = match rank {
-            Rank::SubmitButton => 1.0,
-            _ => self.sibling_scale(screen, key),
-        };
-        // What actions of its kind did, looked up once for both uses.
-        let kind = self
-            .screens
-            .get(screen)
-            .and_then(|s| s.kinds.get(key))
-            .and_then(|kind| self.by_kind.get(kind));
-        self.learned_promise(screen, key, rank, kind)
-            * sibling
-            * self.guest_scale(screen, key, rank)
-            * self.kind_scale(key, kind)
-    }
-
-    /// The rank's promise, or for an action of a [`Kind`] tried before, the share of those
-    /// tries that led away when that is more: a gesture promises little by its looks, but a
-    /// list whose rows swipe open an editor shows it will on its next page too.
-    fn learned_promise(
-        &self,
-        screen: ScreenId,
-        key: &ActionKey,
-        rank: Rank,
-        kind: Option<&KindRecord>,
-    ) -> f64 {
-        let record = kind.filter(|record| record.tried > 0);
-        let looks = match rank == Rank::Gesture && self.main_gesture_stalled(screen, key) {
-            true => Rank::Item.promise(),
-            false => rank.promise(),
-        };
-        match record {
-            Some(record) => looks.max(f64::from(record.away) / f64::from(record.tried)),
-            None => looks,
-        }
-    }
-
-    /// Whether the main gesture (its scroll or its swipe) of the container `key` is another
-    /// gesture of never left `screen`: a list too short to scroll may still swipe its rows, a
-    /// pager on its first page turns the other way.
-    fn main_gesture_stalled(&self, screen: ScreenId, key: &ActionKey) -> bool {
-        let (Some(node), Some(widget)) = (self.screens.get(screen), key.widget.as_ref()) else {
-            return false;
-        };
-        [ActionType::ScrollDown, ActionType::SwipeLeft]
-            .into_iter()
-            .filter(|kind| *kind != key.kind)
-            .map(|kind| ActionKey::on(kind, widget.clone()))
-            .any(|main| {
-                node.edges
-                    .get(&main)
-                    .is_some_and(|targets| targets.keys().all(|to| *to == screen))
-            })
-    }
-
-    /// What actions of the same [`Kind`] did, here and on other screens (1 for an action of no
-    /// kind), and what the same widget did on other screens (a row that only ticks itself done
-    /// does so on every page that shows it).
-    fn kind_scale(&self, key: &ActionKey, kind: Option<&KindRecord>) -> f64 {
-        let kind = kind.map_or(1.0, |record| record.scale());
-        let widget = self.by_widget.get(key).map_or(1.0, |record| record.scale());
-        kind.min(widget)
-    }
-
-    /// A guest screen's own widgets lead around the other app; its form (a save dialog's file
-    /// name and button) is what the app asked for, and its submit hands control back.
-    fn guest_scale(&self, screen: ScreenId, key: &ActionKey, rank: Rank) -> f64 {
-        let guest = self.screens.get(screen).is_some_and(|s| s.guest);
-        let form = || rank == Rank::SubmitButton || key.is_input();
-        match guest && !form() {
-            true => GUEST,
-            false => 1.0,
-        }
-    }
-
-    fn sibling_scale(&self, screen: ScreenId, key: &ActionKey) -> f64 {
-        let Some(LedAway { moves, evidence }) = self.led_away_on.get(key) else {
-            return 1.0;
-        };
-        let mut by_screen = evidence.borrow_mut();
-        let evidence = by_screen.entry(screen).or_default();
-        for &(other, to) in &moves[evidence.seen..] {
-            if other == screen || !self.siblings(screen, other) {
-                continue;
-            }
-            evidence.moves += 1;
-            evidence.varies |= evidence.target.is_some_and(|target| target != to);
-            evidence.target.get_or_insert(to);
-            evidence.among_siblings |= to == screen || self.siblings(screen, to);
-        }
-        evidence.seen = moves.len();
-        match *evidence {
-            SiblingEvidence { moves: 0, .. } => 1.0,
-            SiblingEvidence {
-                among_siblings: true,
-                ..
-            } => SIBLING_TRIED,
-            SiblingEvidence { moves: 1, .. } => SIBLING_ONCE,
-            SiblingEvidence { varies: false, .. } => SIBLING_TRIED,
-            _ => SIBLING_VARIES,
-        }
-    }
-
-    /// `state` is `screen` in another state: every action of `screen` and at most
-    /// [`STATE_EXTRA`] more (notes' editor once text is typed: the same toolbar, an undo
-    /// button more).
-    fn is_state_of(&self, state: ScreenId, screen: ScreenId) -> bool {
-        let (Some(state), Some(screen)) = (self.screens.get(state), self.screens.get(screen))
-        else {
-            return false;
-        };
-        state.actions.len() <= screen.actions.len() + STATE_EXTRA
-            && screen
-                .actions
-                .keys()
-                .all(|key| state.actions.contains_key(key))
-    }
-
-    /// Two screens sharing at least half of the smaller one's actions, and at least
-    /// [`SIBLING_SHARED`] (two dialogs share just "OK" and "Cancel").
-    fn siblings(&self, a: ScreenId, b: ScreenId) -> bool {
-        let pair = (a.min(b), a.max(b));
-        if let Some(&known) = self.sibling_cache.borrow().get(&pair) {
-            return known;
-        }
-        let answer = self.share_most_actions(a, b);
-        self.sibling_cache.borrow_mut().insert(pair, answer);
-        answer
-    }
-
-    fn share_most_actions(&self, a: ScreenId, b: ScreenId) -> bool {
-        let (Some(a), Some(b)) = (self.screens.get(a), self.screens.get(b)) else {
-            return false;
-        };
-        let (small, large) = match a.actions.len() <= b.actions.len() {
-            true => (&a.actions, &b.actions),
-            false => (&b.actions, &a.actions),
-        };
-        let shared = small.keys().filter(|k| large.contains_key(*k)).count();
-        shared >= SIBLING_SHARED && 2 * shared >= small.len()
-    }
-
-    /// The best untried action on a screen and its promise (ties broken by rank), but for
-    /// those in `skip`.
-    fn best_untried(&self, id: ScreenId, skip: &BTreeSet<ActionKey>) -> Option<(ActionKey, f64)> {
-        let screen = self.screens.get(id)?;
-        let mut best: Option<(&ActionKey, f64, Rank)> = None;
-        for (key, &rank) in &screen.untried {
-            if skip.contains(key) {
-                continue;
-            }
-            let promise = self.promise(id, key, rank);
-            // The first of equals stays.
-            let better = best.is_none_or(|(_, best_promise, best_rank)| {
-                promise > best_promise || (promise == best_promise && rank < best_rank)
-            });
-            if better {
-                best = Some((key, promise, rank));
-            }
-        }
-        best.map(|(key, promise, _)| (key.clone(), promise))
-    }
-
-    /// The untried actions on a screen, with their [`Graph::promise`] and rank.
-    pub fn untried(&self, id: ScreenId) -> Vec<(ActionKey, f64, Rank)> {
-        let Some(screen) = self.screens.get(id) else {
-            return Vec::new();
-        };
-        screen
-            .untried
-            .iter()
-            .map(|(key, &rank)| (key.clone(), self.promise(id, key, rank), rank))
-            .collect()
-    }
-
     /// Whether `key` is a control of the form on `screen` (a submit, an option): it needs the
     /// form's fields filled.
-    pub fn is_control(&self, screen: ScreenId, key: &ActionKey) -> bool {
+    pub fn is_control(&self, screen: ScreenIndex, key: &ActionKey) -> bool {
         self.screens
             .get(screen)
             .is_some_and(|s| s.controls.contains(key))
     }
 
     /// Whether the screen offers a field to type into.
-    pub fn offers_field(&self, screen: ScreenId) -> bool {
+    pub fn offers_field(&self, screen: ScreenIndex) -> bool {
         self.screens
             .get(screen)
             .is_some_and(|s| s.actions.keys().any(ActionKey::is_input))
     }
 
-    /// What trying an action with `promise` on `screen` is worth, with no steps to reach it.
-    pub fn value_here(&self, screen: ScreenId, promise: f64) -> f64 {
-        self.screens
-            .get(screen)
-            .map_or(0.0, |s| promise * s.productivity())
-    }
-
     /// Whether the screen offers `key` (seen on it at least once).
-    pub fn offers(&self, screen: ScreenId, key: &ActionKey) -> bool {
+    pub fn offers(&self, screen: ScreenIndex, key: &ActionKey) -> bool {
         self.screens
             .get(screen)
             .is_some_and(|s| s.actions.contains_key(key))
     }
 
     /// Times the screen was seen.
-    pub fn visits(&self, screen: ScreenId) -> u32 {
+    pub fn visits(&self, screen: ScreenIndex) -> u32 {
         self.screens.get(screen).map_or(0, |s| s.visits)
-    }
-
-    /// The most valuable screen to explore next other than `from`, and the first move of the
-    /// cheapest known path there. Paths follow learned edges (each action's most seen target),
-    /// an untried back to the screen a screen was first reached from, and, when `relaunch` is
-    /// allowed, a relaunch to the launch screen. A path costs what taking it takes (see
-    /// [`Reach`]): the decisions it needs, since learned clicks and backs are walked blind in
-    /// one decision (each observation is a step), and [`MOVE_COST`] per move (each move taken
-    /// blind may go astray, and takes time).
-    ///
-    /// A goal is judged by its best untried action not in `shown_untried`: a widget shown
-    /// untried on this screen too (a toolbar's search) is left for this screen, and the goal
-    /// judged by its other untried actions.
-    pub fn plan(
-        &self,
-        from: ScreenId,
-        relaunch: bool,
-        shown_untried: &BTreeSet<ActionKey>,
-    ) -> Option<Plan> {
-        let count = self.screens.len();
-        let mut first: Vec<Option<Step>> = vec![None; count];
-        // The move each screen was reached by, from the screen before it on its path.
-        let mut came: Vec<Option<(ScreenId, &ActionKey)>> = vec![None; count];
-        let mut reach: Vec<Option<Reach>> = vec![None; count];
-        let mut done = vec![false; count];
-        *reach.get_mut(from)? = Some(Reach::START);
-        let mut queue = BinaryHeap::from([Queued(Reach::START.cost(), from)]);
-        let mut best: Option<Plan> = None;
-        while let Some(Queued(_, at)) = queue.pop() {
-            if std::mem::replace(&mut done[at], true) {
-                continue;
-            }
-            let Some(here) = reach[at] else { continue };
-            // Promise and productivity are at most 1, and costs only grow: no screen further
-            // can beat the best found.
-            let bound = |reach: Reach| LOCAL_COST / reach.then_act().cost();
-            if best.as_ref().is_some_and(|b| bound(here) <= b.value) {
-                break;
-            }
-            let screen = &self.screens[at];
-            if at != from && !screen.outside {
-                if let Some((key, promise)) = self.best_untried(at, shown_untried) {
-                    let act = match here.observed || self.blind_goal(at, &key) {
-                        true => here.then_act(),
-                        false => here.then_observe().then_act(),
-                    };
-                    let value = promise * screen.productivity() * LOCAL_COST / act.cost();
-                    let better = best.as_ref().is_none_or(|b| value > b.value);
-                    if let (true, Some(step)) = (better, &first[at]) {
-                        best = Some(Plan {
-                            first: step.clone(),
-                            goal: at,
-                            value,
-                            then: Vec::new(),
-                        });
-                    }
-                }
-            }
-            for (key, to, learned) in self.moves_learned(at) {
-                let walkable = learned && Self::walkable_on(screen, key);
-                let next = match (at == from, here.observed, walkable) {
-                    // The first move is taken on the screen observed; the walk goes on past it
-                    // only when it is learned.
-                    (true, _, _) | (_, true, _) => here.then_act_observed(learned),
-                    (false, false, true) => here.then_act(),
-                    (false, false, false) => here.then_observe().then_act_observed(learned),
-                };
-                if !done[to] && reach[to].is_none_or(|known| next.cost() < known.cost()) {
-                    reach[to] = Some(next);
-                    first[to] = first[at]
-                        .clone()
-                        .or_else(|| Some(Step::Action(key.clone())));
-                    came[to] = Some((at, key));
-                    queue.push(Queued(next.cost(), to));
-                }
-            }
-            if at == from && relaunch {
-                if let Some(launch) = self.launch.filter(|&l| l != from && reach[l].is_none()) {
-                    let next = Reach::RELAUNCHED;
-                    reach[launch] = Some(next);
-                    first[launch] = Some(Step::Relaunch);
-                    queue.push(Queued(next.cost(), launch));
-                }
-            }
-        }
-        let mut plan = best?;
-        let mut at = plan.goal;
-        while let Some((before, key)) = came[at] {
-            plan.then.push((before, key.clone()));
-            at = before;
-        }
-        plan.then.reverse();
-        if matches!(plan.first, Step::Action(_)) {
-            plan.then.remove(0);
-        }
-        Some(plan)
-    }
-
-    /// Whether a move learned on `screen` can be taken blind along a walk: a click, scroll or
-    /// swipe where its widget was seen, or a back, but for a form's control (its fields need
-    /// filling from an observation). [`Graph::plan`] asks it of the moves it knows are learned.
-    fn walkable_on(screen: &Node, key: &ActionKey) -> bool {
-        let placed = (key.is_click() || key.is_gesture()) && screen.places.contains_key(key);
-        (*key == BACK || placed) && !screen.controls.contains(key)
-    }
-
-    /// [`Graph::walkable_on`] for `key` on `at`, whether learned there or not.
-    #[cfg(test)]
-    fn walkable(&self, at: ScreenId, key: &ActionKey) -> bool {
-        self.is_learned(at, key)
-            && self
-                .screens
-                .get(at)
-                .is_some_and(|s| Self::walkable_on(s, key))
-    }
-
-    /// Whether `key`, the best untried action of `goal`, can end a walk blind (see
-    /// [`crate::decide::heuristic`]'s walks): a click, scroll or swipe, not a form's control, on
-    /// a screen with no field left to fill.
-    fn blind_goal(&self, goal: ScreenId, key: &ActionKey) -> bool {
-        (key.is_click() || key.is_gesture())
-            && !self.is_control(goal, key)
-            && !self.untried(goal).iter().any(|(k, _, _)| k.is_input())
     }
 
     /// Where a learned move (see [`Graph::plan`]) leads: the screen `key` on `at` led to most
     /// often, when that did not stall.
-    pub fn follow(&self, at: ScreenId, key: &ActionKey) -> Option<ScreenId> {
+    pub fn follow(&self, at: ScreenIndex, key: &ActionKey) -> Option<ScreenIndex> {
         self.screens.get(at)?;
         self.moves(at).find(|(k, _)| *k == key).map(|(_, to)| to)
     }
 
     /// Whether `key` was tried on `at` and its outcome seen, and it is no move from there: it
     /// left the screen as it was.
-    pub fn led_nowhere(&self, at: ScreenId, key: &ActionKey) -> bool {
+    pub fn led_nowhere(&self, at: ScreenIndex, key: &ActionKey) -> bool {
         self.is_learned(at, key) && self.follow(at, key).is_none()
     }
 
     /// Whether `key` on `at` is a move learned from an outcome (not an untried back expected to
     /// lead to the screen's parent).
-    pub fn is_learned(&self, at: ScreenId, key: &ActionKey) -> bool {
+    pub fn is_learned(&self, at: ScreenIndex, key: &ActionKey) -> bool {
         self.screens
             .get(at)
             .is_some_and(|s| s.edges.contains_key(key))
     }
 
     /// Where the widget behind `key` was last seen on `screen`.
-    pub fn place(&self, screen: ScreenId, key: &ActionKey) -> Option<&Place> {
+    pub fn place(&self, screen: ScreenIndex, key: &ActionKey) -> Option<&Place> {
         self.screens.get(screen)?.places.get(key)
-    }
-
-    /// The known moves from a screen: each tried action that did not stall (see
-    /// [`Node::stalled`]) to the other screen it led to most often, and an untried back to the
-    /// screen this one was first reached from.
-    fn moves(&self, at: ScreenId) -> impl Iterator<Item = (&ActionKey, ScreenId)> + '_ {
-        self.moves_learned(at).map(|(key, to, _)| (key, to))
-    }
-
-    /// [`Graph::moves`], each with whether it is learned (not the untried back).
-    fn moves_learned(
-        &self,
-        at: ScreenId,
-    ) -> impl Iterator<Item = (&ActionKey, ScreenId, bool)> + '_ {
-        let screen = &self.screens[at];
-        let learned = screen
-            .edges
-            .iter()
-            .filter(|(key, _)| !screen.stalled.contains(*key) && !screen.dead.contains(*key))
-            .filter_map(move |(key, targets)| {
-                let most_seen = targets
-                    .iter()
-                    .filter(|(&id, _)| id != at)
-                    .max_by_key(|(id, n)| (**n, std::cmp::Reverse(**id)))?;
-                Some((key, *most_seen.0, true))
-            });
-        let back = screen
-            .parent
-            .filter(|_| !screen.edges.contains_key(&BACK))
-            .map(|parent| (&BACK, parent, false));
-        learned.chain(back)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::promise::{GUEST, SIBLING_ONCE, SIBLING_TRIED, SIBLING_VARIES};
+    use super::route::LOCAL_COST;
     use super::*;
     use crate::events::{ActionType, Observation, ScreenHash};
+    use crate::screen::BACK;
     use crate::ui::{Bounds, UiElement};
 
     pub fn screen(activity: &str, phash: &str, buttons: &[&str]) -> Observation {
@@ -1216,11 +654,11 @@ mod tests {
         graph.record_edge(far, &click("X"), far, false);
         // Far's own Y is the caller's business; Home's "Other" is two expected backs away.
         let plan = graph.plan(far, false, &none()).unwrap();
-        assert_eq!((plan.first, plan.goal), (Step::Action(BACK.clone()), home));
+        assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), home));
         assert!((plan.value - graph.value_here(home, 1.0) / 3.0).abs() < 1e-9);
         // A relaunch reaches the launch screen in one step.
         let plan = graph.plan(far, true, &none()).unwrap();
-        assert_eq!((plan.first, plan.goal), (Step::Relaunch, home));
+        assert_eq!((plan.first, plan.goal), (Move::Relaunch, home));
         // Once tried, back is what it was seen to do: here, nothing.
         graph.record_edge(far, &BACK, far, false);
         assert_eq!(graph.plan(far, false, &none()), None);
@@ -1262,7 +700,7 @@ mod tests {
         let plan = graph.plan(home, false, &none()).unwrap();
         assert_eq!(
             (plan.first, plan.goal),
-            (Step::Action(click("Menu")), settings)
+            (Move::Action(click("Menu")), settings)
         );
         assert_eq!(plan.then, [(menu, click("Settings"))]);
         assert_eq!(graph.follow(home, &click("Menu")), Some(menu));
@@ -1280,7 +718,7 @@ mod tests {
         let elsewhere = graph.observe(&Screen::of(&screen("Elsewhere", "0", &["Z"])));
         graph.mark_tried(elsewhere, &click("Z"));
         let plan = graph.plan(elsewhere, true, &none()).unwrap();
-        assert_eq!((plan.first, plan.goal), (Step::Relaunch, settings));
+        assert_eq!((plan.first, plan.goal), (Move::Relaunch, settings));
         assert_eq!(
             plan.then,
             [(home, click("Menu")), (menu, click("Settings"))]
@@ -1297,7 +735,7 @@ mod tests {
         graph.mark_tried(page, &click("Toggle"));
         graph.observe(&Screen::of(&screen("Page", "0", &["Open", "Toggle"])));
         graph.record_edge(dialog, &BACK, page, false);
-        let to_dialog = Some((Step::Action(click("Open")), dialog));
+        let to_dialog = Some((Move::Action(click("Open")), dialog));
         let route = |graph: &Graph| {
             graph
                 .plan(page, false, &none())

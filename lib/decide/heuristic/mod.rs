@@ -1,0 +1,555 @@
+//! The default decider: coverage-guided exploration over the in-memory [`Graph`].
+//!
+//! On each observation it weighs the best untried action on this screen against the most valuable
+//! untried action elsewhere, reached by the shortest known path (learned edges, an untried back to
+//! where a screen was first reached from, a relaunch to the launch screen). An action's value is
+//! its rank's promise (text-bearing widgets, fields and the options of a radio list first, then a
+//! form's submit, anonymous ones, toggles, dismissive ones and checked radio buttons, risky ones
+//! such as "log out" or "delete" last) times its screen's productivity (how many of the screen's
+//! tried actions showed a new screen, or a known one in a state not explored yet), divided by the
+//! steps it takes. So a new screen is explored first, and a screen whose actions keep showing
+//! nothing new is left for more promising ones and finished later. Empty editable fields are filled
+//! first, with test credentials where the field asks for an e-mail, user name or password, batched
+//! with the form's submit button or toggles, typed into again at once when they show text new to
+//! their screen (judged as on an unseen screen), and as a last resort when nothing else on their
+//! screen is untried and they show other text. A path's learned moves are walked in one decision,
+//! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
+//! once, when its own actions are all tried or nothing else is worth more; back that leaves the
+//! app is followed by a relaunch.
+//! When nothing untried is known: back, then relaunch with every route revived; when such
+//! relaunches keep finding nothing, the exploration is complete ([`Heuristic::explored`]). The
+//! same seed and the same observations give the same decisions.
+//!
+//! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
+//! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
+//! anyone else (a model, an external program) is taken in by [`Heuristic::learn_decision`]. A
+//! stage resuming a recorded run runs exactly these, in the order the run went.
+
+use std::collections::{HashMap, HashSet};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+mod forms;
+mod here;
+mod walks;
+
+use forms::OptionTry;
+use here::Local;
+use walks::Walk;
+
+use super::graph::{Graph, Move, ScreenIndex, UNSEEN_PRODUCTIVITY};
+use super::Credentials;
+use crate::events::{Action, ActionType, Decision};
+use crate::screen::{ActionKey, Rank, Screen, BACK};
+
+/// Consecutive steps that discover nothing (see [`Heuristic::note_idle`]) after which coming
+/// back to a screen seen in them counts as going round a cycle.
+pub const CYCLE_STEPS: usize = 6;
+
+/// Rounds with every route revived that may discover nothing before the exploration is
+/// complete (see [`Heuristic::explored`]): a walk along a revived route that went astray may
+/// go elsewhere the next time, since the routes given up on differ from round to round.
+const ROUNDS_WITHOUT_DISCOVERY: u32 = 2;
+
+/// What the heuristic chose for one observation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub actions: Vec<Action>,
+    /// `Some(package)` when the app should be relaunched (the decision's actions then only go
+    /// home).
+    pub relaunch: Option<String>,
+    /// Why, for a note (`relaunch`, leaving a foreign app, ...).
+    pub note: Option<String>,
+    /// What taking this choice commits the heuristic to (see [`Heuristic::learn_choice`]).
+    commits: Commits,
+}
+
+/// What a choice commits the heuristic to, beyond its actions.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Commits {
+    /// The last actions walk on along a known path, past screens not observed.
+    walk: Option<Walk>,
+    /// The fields these actions fill on the screen decided on.
+    fills: Vec<ActionKey>,
+    /// The form's submit buttons, to try again: these actions change one of its options.
+    resubmit: Vec<ActionKey>,
+    /// The form option these actions click, on the form filled or as found.
+    option: Option<OptionTry>,
+    /// Nothing was left: dead routes get another chance after the relaunch.
+    revive: bool,
+}
+
+impl Choice {
+    fn new(actions: Vec<Action>) -> Choice {
+        Choice {
+            actions,
+            relaunch: None,
+            note: None,
+            commits: Commits::default(),
+        }
+    }
+
+    /// The decision for this choice (run, step, time and decider left to the caller): its
+    /// relaunch goes in the decision's `relaunch`, which droid-act carries out.
+    pub fn to_decision(&self) -> Decision {
+        let mut decision = Decision::new(self.actions.clone());
+        decision.relaunch = self.relaunch.clone();
+        decision
+    }
+}
+
+/// The heuristic's state across a run.
+pub struct Heuristic {
+    graph: Graph,
+    rng: ChaCha8Rng,
+    credentials: Credentials,
+    package: Option<String>,
+    allowed_packages: Vec<String>,
+    /// The actions of the last decision, by position, each with the screen it was meant for
+    /// (a walk's moves are meant for the screens it expects to pass, see
+    /// [`Heuristic::learn_walk`]): the next observation is the outcome of one of them (see
+    /// [`crate::screen::outcome`]).
+    taken: Vec<(usize, ScreenIndex, ActionKey)>,
+    /// The last of them is a walk goal's untried action.
+    walked_to_untried: bool,
+    /// The first of them taken blind, along a walk (`usize::MAX` when none was).
+    blind_from: usize,
+    /// Walk goals' untried actions whose walk came back to a screen it passed (see
+    /// [`Heuristic::observe`]).
+    stalled_goals: HashSet<(ScreenIndex, ActionKey)>,
+    /// The steps since the last one that discovered something (see
+    /// [`Heuristic::note_idle`]): each observed screen, with the learned moves decided on it.
+    idle: Vec<(ScreenIndex, Vec<(ScreenIndex, ActionKey)>)>,
+    current: Option<ScreenIndex>,
+    /// Consecutive observations of another app.
+    foreign_steps: u32,
+    /// Times each field was filled, per screen.
+    fills: HashMap<(ScreenIndex, ActionKey), u32>,
+    /// Times each action was made worth trying again, per screen: a form's submit after a
+    /// change to the form, an option owed a try on the form as found.
+    retries: HashMap<(ScreenIndex, ActionKey), u32>,
+    /// Every text typed so far, to recognise fields that are already filled.
+    typed: HashSet<String>,
+    /// Form options clicked on the form filled, and those clicked since on the form as found
+    /// (see [`Heuristic::option_as_found`]), per screen.
+    options_filled: HashSet<(ScreenIndex, ActionKey)>,
+    as_found: HashSet<(ScreenIndex, ActionKey)>,
+    /// Texts each field showed that were not typed here (the app's own: a file name, an item's
+    /// name in an edit dialog), per screen.
+    prefills: HashMap<(ScreenIndex, ActionKey), HashSet<String>>,
+    /// The fields of the current observation showing such text new to their screen, by
+    /// element id: the screen is in a state not explored yet (see [`Heuristic::observe`]).
+    renewed: HashSet<u32>,
+    /// A relaunch was decided: the next observation is the launch screen.
+    relaunching: bool,
+    /// The last observation is another app's screen, shown by back on the app's own.
+    left_by_back: bool,
+    /// Choices that found nothing untried anywhere and relaunched with every route revived,
+    /// since the last discovery (see [`Heuristic::explored`]).
+    revived: u32,
+}
+
+impl Heuristic {
+    pub fn new(seed: u64, credentials: Credentials) -> Heuristic {
+        Heuristic {
+            graph: Graph::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            credentials,
+            package: None,
+            allowed_packages: Vec::new(),
+            taken: Vec::new(),
+            walked_to_untried: false,
+            blind_from: usize::MAX,
+            stalled_goals: HashSet::new(),
+            idle: Vec::new(),
+            current: None,
+            foreign_steps: 0,
+            fills: HashMap::new(),
+            typed: HashSet::new(),
+            prefills: HashMap::new(),
+            renewed: HashSet::new(),
+            options_filled: HashSet::new(),
+            as_found: HashSet::new(),
+            retries: HashMap::new(),
+            relaunching: false,
+            left_by_back: false,
+            revived: 0,
+        }
+    }
+
+    /// Whether the exploration is complete: nothing untried was left, the app was relaunched
+    /// with every route revived, and that happened `ROUNDS_WITHOUT_DISCOVERY` (2) times more
+    /// with nothing discovered since the first (walks along revived routes that go astray again
+    /// find nothing). Choosing on would go round the same moves; droid-crawl ends the run.
+    pub fn explored(&self) -> bool {
+        self.revived > ROUNDS_WITHOUT_DISCOVERY
+    }
+
+    /// The app under test (back out of, and relaunch, when the device leaves it) and the other
+    /// packages the exploration may enter.
+    pub fn set_package(&mut self, package: Option<String>, allowed: Vec<String>) {
+        self.package = package;
+        self.allowed_packages = allowed;
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Whether the screen is another app's (allowed or not).
+    fn is_other_app(&self, shown: &Screen) -> bool {
+        matches!(
+            (&self.package, &shown.observation().package),
+            (Some(app), Some(package)) if package != app
+        )
+    }
+
+    /// Whether the screen shows an app the exploration should not be in.
+    fn is_foreign(&self, shown: &Screen) -> bool {
+        self.is_other_app(shown)
+            && shown
+                .observation()
+                .package
+                .as_ref()
+                .is_some_and(|package| !self.allowed_packages.contains(package))
+    }
+
+    /// Takes in an observation: identifies its screen, notes the text its fields show and
+    /// learns the edge of the last action. A known screen whose field shows text of the app's
+    /// own new to it (an empty note where a written one was seen, the same save dialog for
+    /// another file) is in a state not explored yet: the action that showed it counts as one
+    /// that showed a new screen, and the form's submits are worth trying again. A screen of
+    /// another app is marked so no path aims at it; fields this screen will not fill are marked
+    /// tried, so a field left empty here does not make a goal of it elsewhere.
+    pub fn observe(&mut self, shown: &Screen) -> ScreenIndex {
+        let screen = self.graph.observe(shown);
+        self.renewed = self.note_prefills(screen, shown);
+        let renewed = !self.renewed.is_empty();
+        let taken = std::mem::take(&mut self.taken);
+        let mut discovered = renewed || self.graph.visits(screen) == 1;
+        let mut outcome = crate::screen::outcome(&taken, |t| &t.1, &screen);
+        // A walk to an untried action that comes back to a screen it passed, a second time:
+        // that is what the action does (a submenu's item closing the menu it opened from),
+        // not a move that went nowhere.
+        if let (Some((_, true)), Some(goal)) = (&outcome, taken.last()) {
+            let again = !self.stalled_goals.insert((goal.1, goal.2.clone()));
+            if again && self.walked_to_untried {
+                outcome = Some((goal, false));
+            }
+        }
+        self.left_by_back = false;
+        if let Some(((index, from, key), stalled)) = outcome {
+            let (from, key) = (*from, key.clone());
+            self.left_by_back =
+                key == BACK && self.is_other_app(shown) && !self.graph.is_guest(from);
+            // What an action does, seen after it was taken where it was observed, is something
+            // found; an outcome of a blind move may be the walk's going astray.
+            discovered |= *index < self.blind_from && !self.graph.is_learned(from, &key);
+            self.graph.record_edge(from, &key, screen, renewed);
+
+            match stalled {
+                // Back on a screen the walk passed: the move from there went nowhere (a link
+                // dead in this state of the app), and the actions after it were not taken where
+                // meant.
+                true => {
+                    if let Some((_, at, last)) = taken.last().filter(|_| self.walked_to_untried) {
+                        self.graph.mark_untried(*at, last);
+                    }
+                }
+                // Until then, the form stays worth coming back to, a bounded number of times
+                // (see [`MAX_RETRIES`]).
+                false => {
+                    if self.owes_as_found(from, &key) {
+                        self.retry(from, key);
+                    }
+                }
+            }
+        }
+        if renewed {
+            self.retry_submits(screen, shown.submits());
+        }
+        self.note_idle(screen, &taken, discovered);
+        if discovered {
+            self.revived = 0;
+        }
+        if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
+            self.graph.set_launch(screen);
+        }
+        self.current = Some(screen);
+        if self.is_foreign(shown) {
+            self.graph.mark_outside(screen);
+            self.foreign_steps += 1;
+            return screen;
+        }
+        self.foreign_steps = 0;
+        // Back from the app's own screen left it (its first screen's back, a task that began
+        // in another app): the other app is no part of the exploration, allowed or not.
+        if self.left_by_back {
+            self.graph.mark_outside(screen);
+            return screen;
+        }
+        if self.package.is_some() && shown.observation().package != self.package {
+            self.graph.mark_guest(screen);
+        }
+        let untried_control = self
+            .untried_widgets(shown, screen)
+            .iter()
+            .any(|w| w.control);
+        let (_, _, passed) = self.fields_to_fill(screen, shown, untried_control);
+        for key in passed {
+            self.graph.mark_tried(screen, &key);
+        }
+        screen
+    }
+
+    /// Keeps the steps since the last one that discovered something (a screen seen for the
+    /// first time, a known one in a state not explored yet, or what an action taken on an
+    /// observed screen does). When more than [`CYCLE_STEPS`] such steps come back to a screen
+    /// seen in them, the exploration is going round a cycle: walks that do not go where the
+    /// graph says (a form submitted empty, a route dead in this state of the app) bring it
+    /// back to where it was, and every round spends an untried action blind. The learned moves
+    /// taken since that screen was last seen stop being routes, as dead ones do, until nothing
+    /// else is left (see [`Graph::revive_dead`]).
+    fn note_idle(
+        &mut self,
+        screen: ScreenIndex,
+        taken: &[(usize, ScreenIndex, ActionKey)],
+        discovered: bool,
+    ) {
+        if let Some((_, moves)) = self.idle.last_mut() {
+            moves.extend(
+                taken
+                    .iter()
+                    .filter(|(_, at, key)| self.graph.is_learned(*at, key))
+                    .map(|(_, at, key)| (*at, key.clone())),
+            );
+        }
+        if discovered {
+            self.idle.clear();
+        }
+        let again = self.idle.iter().rposition(|(seen, _)| *seen == screen);
+        if let Some(since) = again.filter(|_| self.idle.len() >= CYCLE_STEPS) {
+            for (_, moves) in self.idle.drain(since..) {
+                for (at, key) in moves {
+                    self.graph.distrust(at, &key);
+                }
+            }
+            self.idle.clear();
+        }
+        self.idle.push((screen, Vec::new()));
+    }
+
+    /// Learns that the app was relaunched (by this heuristic or anyone): the next observation
+    /// shows the launch screen, and no action's edge leads there.
+    pub fn learn_relaunch(&mut self) {
+        self.relaunching = true;
+        self.foreign_steps = 0;
+        self.graph.app_restarted();
+        self.taken.clear();
+    }
+
+    /// Learns that the action at `index` of the last decision failed: it was not taken.
+    pub fn learn_failure(&mut self, index: usize) {
+        self.taken.retain(|&(at, _, _)| at != index);
+    }
+
+    /// Learns that the action at `index` of a decision (chosen by anyone: this heuristic, a
+    /// model, an external program) was taken on the current screen.
+    fn learn_action(&mut self, shown: &Screen, index: usize, action: &Action) {
+        let Some(screen) = self.current else { return };
+        let Some(key) = shown.key_of(action) else {
+            return;
+        };
+        self.graph.mark_tried(screen, &key);
+        self.taken.push((index, screen, key));
+    }
+
+    /// Takes in a decision made by anyone else (a model, an external program) on the current
+    /// screen: its inputs count as fills, its actions as tried, its relaunch as a restart.
+    pub fn learn_decision(&mut self, shown: &Screen, decision: &Decision) {
+        self.walked_to_untried = false;
+        self.blind_from = usize::MAX;
+        for (index, action) in decision.actions.iter().enumerate() {
+            if action.action == ActionType::Input {
+                self.learn_fill(shown, action);
+            }
+            self.learn_action(shown, index, action);
+        }
+        if decision.relaunch.is_some() {
+            self.learn_relaunch();
+        }
+    }
+
+    /// Takes in this heuristic's own choice for the current screen (see [`Heuristic::choose`]):
+    /// the texts it types, the fills, retries and form options it commits to, its actions and
+    /// walk, and its relaunch.
+    pub fn learn_choice(&mut self, shown: &Screen, choice: &Choice) {
+        let Some(screen) = self.current else { return };
+        let commits = &choice.commits;
+        for text in choice.actions.iter().filter_map(|a| a.input_text.as_ref()) {
+            self.typed.insert(text.clone());
+        }
+        for key in &commits.fills {
+            *self.fills.entry((screen, key.clone())).or_default() += 1;
+        }
+        self.retry_submits(screen, commits.resubmit.clone());
+        match &commits.option {
+            Some(OptionTry::Filled(key)) => self.options_filled.insert((screen, key.clone())),
+            Some(OptionTry::AsFound(key)) => self.as_found.insert((screen, key.clone())),
+            None => false,
+        };
+        if commits.revive {
+            self.graph.revive_dead();
+            self.revived += 1;
+        }
+        let walked = commits.walk.as_ref().map_or(0, Walk::actions);
+        let first_walked = choice.actions.len() - walked;
+        self.walked_to_untried = false;
+        self.blind_from = match commits.walk {
+            Some(_) => first_walked,
+            None => usize::MAX,
+        };
+        for (index, action) in choice.actions[..first_walked].iter().enumerate() {
+            self.learn_action(shown, index, action);
+        }
+        if let Some(walk) = &commits.walk {
+            self.learn_walk(walk, first_walked);
+        }
+        if choice.relaunch.is_some() {
+            self.learn_relaunch();
+        }
+    }
+
+    /// Observes, chooses and takes the choice in.
+    pub fn decide(&mut self, shown: &Screen) -> Choice {
+        self.observe(shown);
+        let choice = self.choose(shown);
+        self.learn_choice(shown, &choice);
+        choice
+    }
+
+    /// Chooses for a screen taken in with [`Heuristic::observe`]. Changes nothing but the
+    /// tie-break generator: what the choice commits to is learned by
+    /// [`Heuristic::learn_choice`].
+    pub fn choose(&mut self, shown: &Screen) -> Choice {
+        let Some(screen) = self.current else {
+            return back("nothing observed yet".into());
+        };
+        if self.left_by_back {
+            return self.relaunch("back left the app");
+        }
+        if self.is_foreign(shown) {
+            return if self.foreign_steps > super::BACKS_OUTSIDE_THE_APP {
+                self.relaunch("still outside the app after going back")
+            } else {
+                back(format!(
+                    "{} is outside the app under test",
+                    shown
+                        .observation()
+                        .package
+                        .as_deref()
+                        .unwrap_or("this package")
+                ))
+            };
+        }
+        let local = self.untried_here(shown, screen);
+        let here = local.as_ref().map(|local| self.value_here(screen, local));
+        let shown_untried = self.shown_untried(shown, screen);
+        let plan = self
+            .graph
+            .plan(screen, self.package.is_some(), &shown_untried);
+        let best = here.into_iter().chain(plan.as_ref().map(|p| p.value));
+        let own_tried = here.is_none() && self.package.is_some();
+        if self.back_on_first_screen(screen, own_tried, best.fold(0.0, f64::max)) {
+            return back("what the app does on back from its first screen".into());
+        }
+        if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
+            match plan.first.clone() {
+                Move::Relaunch => {
+                    return self.relaunch("the launch screen leads to untried actions")
+                }
+                Move::Action(key) => {
+                    if let Some(mut actions) = self.replay(shown, &key) {
+                        let walk = match self.graph.is_learned(screen, &key) {
+                            true => {
+                                let room = Decision::MAX_ACTIONS.saturating_sub(actions.len());
+                                self.walk(&plan, room)
+                            }
+                            false => None,
+                        };
+                        let walk = walk.map(|(walk, taken)| {
+                            actions.extend(taken);
+                            walk
+                        });
+                        let mut choice = Choice::new(actions);
+                        choice.commits.walk = walk;
+                        return choice;
+                    }
+                }
+            }
+        }
+        if let Some(local) = local {
+            let mut choice = Choice::new(local.actions);
+            choice.commits.fills = local.fills;
+            choice.commits.resubmit = local.resubmit;
+            choice.commits.option = local.option;
+            return choice;
+        }
+        if !self.graph.is_tried(screen, &BACK) {
+            return back("every action here is explored and no known path leads further".into());
+        }
+        let mut choice = match self.revived >= ROUNDS_WITHOUT_DISCOVERY {
+            true => self.relaunch("everything the exploration found is explored"),
+            false => self.relaunch("nothing left to explore from here"),
+        };
+        choice.commits.revive = true;
+        choice
+    }
+
+    /// Whether to press back on the launch screen now: once, when its own actions are all
+    /// tried and a relaunch can bring the app back (`own_tried`), or when nothing else is worth
+    /// more (`best`). What an app does there (an exit dialog, a crash on leaving, the screen it
+    /// leaves to) is something a tester tries once the first screen is known, before going
+    /// deeper; otherwise it is worth a dismissive widget's promise, halved since coming back
+    /// takes a relaunch.
+    fn back_on_first_screen(&self, screen: ScreenIndex, own_tried: bool, best: f64) -> bool {
+        let value = self.graph.value_here(screen, Rank::Dismissive.promise()) / 2.0;
+        self.graph.launch() == Some(screen)
+            && !self.graph.is_tried(screen, &BACK)
+            && (own_tried || best < value)
+    }
+
+    /// What the best untried actions here are worth. A screen in a state not explored yet
+    /// (a field shows new text of the app's own: an empty note where a written one was seen,
+    /// the same widgets) is judged as an unseen screen is, not by what its other states showed.
+    fn value_here(&self, screen: ScreenIndex, local: &Local) -> f64 {
+        let value = self.graph.value_here(screen, local.promise);
+        match local.renewed {
+            true => value.max(local.promise * UNSEEN_PRODUCTIVITY),
+            false => value,
+        }
+    }
+
+    fn relaunch(&self, why: &str) -> Choice {
+        let package = self.package.clone().unwrap_or_default();
+        let mut choice = Choice::new(vec![super::relaunch_action(&package, why)]);
+        choice.relaunch = Some(package);
+        choice.note = Some(format!("relaunch: {why}"));
+        choice
+    }
+}
+
+fn scroll_down(why: &str) -> Action {
+    let mut action = Action::new(ActionType::ScrollDown);
+    action.action_desc = Some("scroll the screen down".into());
+    action.reasoning = Some(why.to_string());
+    action
+}
+
+fn back(why: String) -> Choice {
+    let mut action = Action::new(ActionType::Back);
+    action.action_desc = Some("press back".into());
+    action.reasoning = Some(why);
+    Choice::new(vec![action])
+}
