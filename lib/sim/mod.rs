@@ -18,6 +18,7 @@ pub mod commands;
 pub mod dispatch;
 pub mod dumpsys;
 pub mod fault;
+pub mod infer;
 pub mod keys;
 pub mod logcat;
 pub mod model;

@@ -70,6 +70,9 @@ pub struct SimConfig {
     pub truth_log: Option<PathBuf>,
     /// Install the ADB Keyboard IME (`--ime adbkeyboard`).
     pub ime_adbkeyboard: bool,
+    /// Fire recorded transitions only, no moves inferred from the same view on the activity's
+    /// other screens (`droid-sim --recorded-only`; see [`super::infer`]).
+    pub recorded_only: bool,
     /// Connections served at once ([`MAX_CONNECTIONS`]).
     pub max_connections: usize,
     /// Time for a request to arrive whole once it began ([`REQUEST_DEADLINE`]).
@@ -77,7 +80,10 @@ pub struct SimConfig {
 }
 
 impl SimConfig {
-    /// A device serving `app` as `emulator-5554` on a free port, no faults, no latency.
+    /// A device serving `app` as `emulator-5554` on a free port, no faults, no latency, firing
+    /// recorded transitions only, as the ceiling (`droid-sim --check`) that in-process
+    /// measurements compare with does; `recorded_only: false` adds the inferred moves the
+    /// `droid-sim` binary makes by default.
     pub fn new(app: impl Into<String>) -> SimConfig {
         SimConfig {
             app: app.into(),
@@ -87,6 +93,7 @@ impl SimConfig {
             faults: Vec::new(),
             truth_log: None,
             ime_adbkeyboard: false,
+            recorded_only: true,
             max_connections: MAX_CONNECTIONS,
             request_deadline: REQUEST_DEADLINE,
         }
@@ -150,6 +157,7 @@ impl Sim {
                 ime_adbkeyboard: config.ime_adbkeyboard,
                 truth,
                 serial: config.serial.clone(),
+                recorded_only: config.recorded_only,
             },
         );
         let listener =

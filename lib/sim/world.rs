@@ -11,6 +11,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::dispatch::{self, Touch};
+use super::infer::{self, Inferred};
 use super::keys::{keycode, typed_char, KEY_APP_SWITCH, KEY_BACK, KEY_DEL, KEY_HOME};
 use super::model::{write_hierarchy, Action, AppModel, Destination, Node, Screen};
 use super::packages::PCAPDROID_PACKAGE;
@@ -49,6 +50,9 @@ pub struct WorldOptions {
     pub ime_adbkeyboard: bool,
     pub truth: Option<TruthLog>,
     pub serial: String,
+    /// Fire recorded transitions only: no move inferred from the same view on the other screens
+    /// of an activity (see [`infer`]).
+    pub recorded_only: bool,
 }
 
 /// A running task as `dumpsys activity` lists it: the package it was started for and the
@@ -168,6 +172,8 @@ pub struct World {
     ime_current: String,
     /// What the truth log last recorded as shown, to log each change once.
     last_shown: Option<(String, String, bool)>,
+    /// The transition an inferred move borrowed, for the truth line of the screen it shows.
+    borrowed: Option<usize>,
 }
 
 impl World {
@@ -185,6 +191,7 @@ impl World {
             imes_enabled: BTreeSet::from([LATIN_IME.to_string()]),
             ime_current: LATIN_IME.to_string(),
             last_shown: None,
+            borrowed: None,
         };
         world.shown();
         world
@@ -810,6 +817,10 @@ impl World {
         let Some(handler) = handler else {
             return;
         };
+        if let Some(inferred) = self.infer(from, action, handler) {
+            self.fire_inferred(inferred, Stack::Push, None);
+            return;
+        }
         match action {
             // No long click happens on a view that is not long-clickable, so releasing the
             // finger performs its click (View.onTouchEvent).
@@ -853,7 +864,35 @@ impl World {
         let fired = targeted.or_else(|| self.first_untargeted(from, action));
         if let Some(to) = fired {
             self.fire(&to, Stack::Replace, None);
+            return;
         }
+        let handler = touch.handler.filter(|_| touch.handler_enabled);
+        if let Some(inferred) = handler.and_then(|h| self.infer(from, action, h)) {
+            self.fire_inferred(inferred, Stack::Replace, None);
+        }
+    }
+
+    /// The move the recording of the same view on the activity's other screens makes, unless the
+    /// device fires recorded transitions only.
+    fn infer(&self, from: usize, action: Action, view: usize) -> Option<Inferred> {
+        if self.options.recorded_only {
+            return None;
+        }
+        infer::infer(&self.model, from, action, view, |t| {
+            self.requirements_hold(from, &t.requires)
+        })
+    }
+
+    /// Carries out an inferred move; the truth line of what it shows names the transition
+    /// borrowed.
+    fn fire_inferred(
+        &mut self,
+        inferred: Inferred,
+        push: Stack,
+        carried: Option<(String, String)>,
+    ) {
+        self.borrowed = Some(inferred.transition);
+        self.fire(&inferred.to, push, carried);
     }
 
     /// The destination of the transition from `from` for `action` that the `ranked` nodes
@@ -933,6 +972,8 @@ impl World {
         let ranked = dispatch::for_field(&screen.roots, field);
         if let Some(to) = self.pick(from, Action::Input, &ranked) {
             self.fire(&to, Stack::Push, Some((resource_id, content)));
+        } else if let Some(inferred) = self.infer(from, Action::Input, field) {
+            self.fire_inferred(inferred, Stack::Push, Some((resource_id, content)));
         }
     }
 
@@ -1125,6 +1166,7 @@ impl World {
     /// Called after every change: raises the ANR dialog when its screen comes up and writes the
     /// truth line when what is shown changed.
     fn shown(&mut self) {
+        let borrowed = self.borrowed.take();
         let foreground = self.foreground();
         let entered = !self
             .last_shown
@@ -1152,6 +1194,15 @@ impl World {
             ];
             if now.2 {
                 fields.push(("dialog", Value::from("anr")));
+            }
+            if let Some(index) = borrowed {
+                let from = self.model.transitions()[index].from;
+                fields.push(("inferred", Value::from(true)));
+                fields.push((
+                    "borrowed_from",
+                    Value::from(self.model.screen(from).id.as_str()),
+                ));
+                fields.push(("transition", Value::from(index)));
             }
             // The truth log is a side channel: a full disk must not stop the device.
             let _ = truth.record(fields);
