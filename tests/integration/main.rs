@@ -30,6 +30,7 @@ mod sim_check;
 mod sim_clients;
 mod sim_dispatch;
 mod sim_infer;
+mod sim_mcp;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;

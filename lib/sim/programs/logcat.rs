@@ -159,6 +159,8 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 }
             }
             "-v" | "--format" => {
+                // Modifiers (`year`, `uid`, `color`, ...) change details the simulated buffers
+                // print the same way; a format name picks the format.
                 let format = value("v")?;
                 if FORMATS.contains(&format.as_str()) {
                     options.format = format;

@@ -7,6 +7,7 @@
 mod activity_log;
 mod am;
 mod capture;
+mod cmd;
 pub mod dumpsys;
 mod getprop;
 mod ime;
@@ -40,6 +41,8 @@ use crate::sim::world::World;
 const PROGRAMS: &[&str] = &[
     "am",
     "cat",
+    "cmd",
+    "content",
     "cut",
     "dumpsys",
     "echo",
@@ -55,6 +58,7 @@ const PROGRAMS: &[&str] = &[
     "ls",
     "mkdir",
     "monkey",
+    "mv",
     "pidof",
     "pkill",
     "pm",
@@ -190,6 +194,7 @@ impl Phone {
             "false" => Output::status(1),
             "cat" => toybox::cat(args, session, fs, &self.kernel(&self.process_table())),
             "rm" => toybox::rm(args, fs),
+            "mv" => toybox::mv(args, fs),
             "ls" => toybox::ls(args, fs, &self.kernel(&self.process_table())),
             "mkdir" => toybox::mkdir(args, fs),
             "touch" => toybox::touch(args, fs),
@@ -218,6 +223,8 @@ impl Phone {
             "ime" => self.ime(args),
             "settings" => self.settings(args),
             "svc" => self.svc(args),
+            "cmd" => self.cmd(args, fs),
+            "content" => self.content(args),
             "pidof" => self.pidof(args),
             "kill" => self.kill(args),
             "pkill" => self.pkill(args),

@@ -84,6 +84,31 @@ pub fn rm(args: &[String], fs: &FsHandle) -> Output {
     out
 }
 
+/// `mv SOURCE DEST`: a file moves (into DEST when it is a directory).
+pub fn mv(args: &[String], fs: &FsHandle) -> Output {
+    let (_, paths) = flags_and_paths(args);
+    let [source, dest] = paths[..] else {
+        return Output::error("mv: Needs 2 arguments (see \"mv --help\")\n", 1);
+    };
+    let mut storage = lock(fs);
+    let target = match storage.stat(dest) {
+        Some(stat) if stat.is_dir => {
+            let name = source.rsplit('/').next().unwrap_or(source);
+            format!("{}/{name}", dest.trim_end_matches('/'))
+        }
+        _ => dest.to_string(),
+    };
+    let moved = storage
+        .read(source)
+        .map(<[u8]>::to_vec)
+        .and_then(|data| storage.write(&target, &data, false))
+        .and_then(|()| storage.remove(source, false));
+    match moved {
+        Ok(()) => Output::default(),
+        Err(err) => Output::error(format!("mv: {source}: {err}\n"), 1),
+    }
+}
+
 pub fn ls(args: &[String], fs: &FsHandle, kernel: &ProcFs) -> Output {
     let (flags, paths) = flags_and_paths(args);
     let long = flags.contains('l');

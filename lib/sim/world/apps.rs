@@ -114,6 +114,23 @@ impl World {
     }
 
     /// Apps with a launcher icon: the model's first, then the others, sorted.
+    /// The launcher activity of each app with a launcher icon, `(package, activity class)`: the
+    /// model's start screen for its app, the first screen of another package (or its generic
+    /// screen), as the package manager resolves MAIN / LAUNCHER.
+    pub fn launcher_activities(&self) -> Vec<(String, String)> {
+        self.launchable()
+            .into_iter()
+            .map(|package| {
+                let activity = if package == self.model.package() {
+                    self.model.screen(self.model.start()).activity.clone()
+                } else {
+                    self.screen_for(&self.view_of_package(&package)).activity
+                };
+                (package, activity)
+            })
+            .collect()
+    }
+
     pub(super) fn launchable(&self) -> Vec<String> {
         let mut apps = vec![self.model.package().to_string()];
         apps.extend(self.installed_packages().into_iter().filter(|p| {
