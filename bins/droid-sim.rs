@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use droid::sim::check::check;
 use droid::sim::fault::{Fault, Latency};
+use droid::sim::infer::added_moves;
 use droid::sim::model::AppModel;
 use droid::sim::{Sim, SimConfig};
 
@@ -22,7 +23,9 @@ use droid::sim::{Sim, SimConfig};
         Listens on 127.0.0.1 and speaks the ADB server protocol well enough that the real `adb` \
         client works against it (`adb -P PORT -s SERIAL shell ...`, `exec-out`, `pull`, `push`). \
         The device runs an app model: screens, transitions, a back stack, text fields, crashes, \
-        other apps, secure screens. When ready it prints one line \
+        other apps, secure screens. An action that fires no recorded transition moves as the same \
+        view does on the other screens of the activity, when they all agree (the truth log marks \
+        the move inferred; --recorded-only turns this off). When ready it prints one line \
         {\"type\":\"sim_ready\",\"port\":N,\"serial\":\"...\"} on stdout, then serves until killed \
         or until a client sends host:kill (`adb -P PORT kill-server`).\n\n\
         With --check MODEL it serves no one: it walks the shortest model path to every reachable \
@@ -69,7 +72,12 @@ struct Args {
     /// Install an extra input method.
     #[arg(long, value_enum)]
     ime: Option<Ime>,
-    /// Print the model's screen count and the screens reachable from the start screen, then exit.
+    /// Fire recorded transitions only: a view whose action fires nothing here does not move as the
+    /// same view does on the activity's other screens.
+    #[arg(long)]
+    recorded_only: bool,
+    /// Print the model's screen count, the screens reachable from the start screen and how many
+    /// moves inference adds, then exit.
     #[arg(long)]
     describe: bool,
     /// Walk every reachable screen of MODEL as a tester would and report which ones the device
@@ -111,7 +119,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     let app = args.app.unwrap_or_default();
     if args.describe {
         let model = AppModel::load(&app)?;
-        return print(&model.describe());
+        let inferred = added_moves(&model).len();
+        return print(&format!(
+            "{}moves inference adds (screen, action, view): {inferred}",
+            model.describe()
+        ));
     }
     let config = SimConfig {
         serial: args.serial,
@@ -120,6 +132,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         faults: args.faults,
         truth_log: args.truth_log,
         ime_adbkeyboard: matches!(args.ime, Some(Ime::Adbkeyboard)),
+        recorded_only: args.recorded_only,
         ..SimConfig::new(app.clone())
     };
     let sim =

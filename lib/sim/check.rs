@@ -19,6 +19,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::dispatch::{self, Touch};
+use super::infer::added_moves;
 use super::model::{
     parse_hierarchy, Action, AppModel, Destination, ModelError, Node, Target, Transition,
 };
@@ -84,6 +85,9 @@ pub struct Report {
     pub screens: Vec<ScreenCheck>,
     /// Every transition that did not do what the model says when walked, by index.
     pub failed_transitions: Vec<Failure>,
+    /// The (screen, action, view) moves the device infers beyond the recorded ones (see
+    /// [`super::infer`]); the walks take recorded moves only.
+    pub inferred_moves: usize,
 }
 
 /// One reachable screen.
@@ -159,8 +163,12 @@ pub fn check(app: &str) -> Result<Report, CheckError> {
     let model = AppModel::load(app)?;
     let dir = tempfile::tempdir().map_err(CheckError::TempDir)?;
     let truth = dir.path().join("truth.jsonl");
+    // A tester follows the recording: a step that fires nothing must not be rescued by a move
+    // the device infers (said here although it is `SimConfig::new`'s default, since the ceiling
+    // depends on it).
     let sim = Sim::start(SimConfig {
         truth_log: Some(truth.clone()),
+        recorded_only: true,
         ..SimConfig::new(app)
     })?;
     let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial()))?;
@@ -238,6 +246,7 @@ pub fn check_device(
         app_ceiling: own.iter().filter(|s| s.reached).count(),
         screens,
         failed_transitions: failed.into_values().collect(),
+        inferred_moves: added_moves(model).len(),
     })
 }
 
@@ -727,14 +736,16 @@ impl Report {
     pub fn table(&self) -> String {
         let mut out = format!(
             "{} ({}): {} screens, {} reachable from the start screen, {} shown by the device \
-             (the ceiling); of the app's own package: {} reachable, {} shown\n\n",
+             (the ceiling); of the app's own package: {} reachable, {} shown; inference adds {} \
+             moves\n\n",
             self.package,
             self.app,
             self.screens_total,
             self.reachable,
             self.ceiling,
             self.app_reachable,
-            self.app_ceiling
+            self.app_ceiling,
+            self.inferred_moves
         );
         let width = self
             .screens

@@ -250,6 +250,20 @@ fn passive_content(tree: &Tree, handler: usize) -> Vec<usize> {
     out
 }
 
+/// The view and what belongs to it wherever it is touched: its passive content when it clicks
+/// as a whole (a clickable row's labels), else nothing more.
+pub fn own_views(roots: &[Node], view: usize) -> Vec<usize> {
+    let tree = Tree::new(roots);
+    if view >= tree.nodes.len() {
+        return Vec::new();
+    }
+    let mut out = vec![view];
+    if clicks_as_a_whole(tree.nodes[view]) {
+        out.extend(passive_content(&tree, view));
+    }
+    out
+}
+
 /// Nodes whose `input` transitions typing into `field` fires, best first: the field, then its
 /// ancestors.
 pub fn for_field(roots: &[Node], field: usize) -> Vec<usize> {

@@ -735,7 +735,7 @@ fn make_node(
         ("long-clickable".to_string(), b(f.long_clickable)),
         ("password".to_string(), b(f.password)),
         ("selected".to_string(), b(f.selected)),
-        ("bounds".to_string(), format_bounds(bounds)),
+        ("bounds".to_string(), bounds.to_string()),
     ];
     if let Some(hint) = &f.hint {
         attrs.push(("hint".to_string(), hint.clone()));
@@ -796,24 +796,13 @@ fn escape_attr(out: &mut String, value: &str) {
     }
 }
 
-/// `[x1,y1][x2,y2]` as uiautomator writes bounds.
-pub fn format_bounds(b: Bounds) -> String {
-    format!("[{},{}][{},{}]", b.x1, b.y1, b.x2, b.y2)
-}
-
+/// Recorded bounds: uiautomator's `[x1,y1][x2,y2]` within the coordinates a layout can have.
 fn parse_bounds(text: &str) -> Option<Bounds> {
-    let nums: Vec<i32> = text
-        .split(|c: char| !(c.is_ascii_digit() || c == '-'))
-        .filter(|s| !s.is_empty())
-        .map(str::parse)
-        .collect::<Result<_, _>>()
-        .ok()?;
-    match nums[..] {
-        [x1, y1, x2, y2] if nums.iter().all(|v| v.abs() <= MAX_COORDINATE) => {
-            Some(Bounds { x1, y1, x2, y2 })
-        }
-        _ => None,
-    }
+    text.parse::<Bounds>().ok().filter(|b| {
+        [b.x1, b.y1, b.x2, b.y2]
+            .iter()
+            .all(|v| v.abs() <= MAX_COORDINATE)
+    })
 }
 
 /// Parses a `uiautomator dump` file into its window roots.

@@ -7,13 +7,10 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use super::dumpsys::full_class;
+use super::component::full_class;
 use super::model::AppModel;
+use super::pcapdroid::{self, PCAPDROID_PACKAGE};
 use crate::apk::{self, Manifest};
-
-/// PCAPdroid's package and its control activity.
-pub const PCAPDROID_PACKAGE: &str = "com.emanuelef.remote_capture";
-pub const PCAPDROID_CONTROL: &str = "com.emanuelef.remote_capture/.activities.CaptureCtrl";
 
 /// The Android 11+ install directory of a package: `/data/app/~~HASH==/PKG-HASH==`.
 pub fn apk_dir(package: &str) -> String {
@@ -67,8 +64,9 @@ pub fn apk_files(
             }
         }
         if package == PCAPDROID_PACKAGE {
-            add(full_class(package, ".activities.MainActivity"));
-            add(full_class(package, ".activities.CaptureCtrl"));
+            for activity in pcapdroid::ACTIVITIES {
+                add(full_class(package, activity));
+            }
         }
         let start = model.screen(model.start());
         let launcher = if package == model.package() && start.package == *package {

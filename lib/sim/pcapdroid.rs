@@ -5,6 +5,12 @@
 
 use std::time::Instant;
 
+/// PCAPdroid's package and its control activity.
+pub const PCAPDROID_PACKAGE: &str = "com.emanuelef.remote_capture";
+pub const PCAPDROID_CONTROL: &str = "com.emanuelef.remote_capture/.activities.CaptureCtrl";
+/// The activities its manifest declares.
+pub const ACTIVITIES: [&str; 2] = [".activities.MainActivity", ".activities.CaptureCtrl"];
+
 /// Where PCAPdroid writes captures (`pcap_name` is a file name inside it).
 pub const DIR: &str = "/sdcard/Download/PCAPdroid";
 const LINKTYPE_RAW: u32 = 101;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{format_bounds, Node, Screen};
+use super::model::{Node, Screen};
 use crate::ui::Bounds;
 
 /// The launcher every simulated device has.
@@ -240,7 +240,7 @@ fn synthetic(
         ("long-clickable", flag(false)),
         ("password", flag(false)),
         ("selected", flag(false)),
-        ("bounds", format_bounds(bounds)),
+        ("bounds", bounds.to_string()),
     ];
     Node {
         attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),

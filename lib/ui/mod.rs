@@ -4,7 +4,7 @@ pub mod parse;
 pub mod signature;
 pub mod tree;
 
-pub use parse::{parse, parse_bounds, ParseError};
+pub use parse::{parse, parse_bounds, BoundsError, ParseError};
 pub use signature::{possible_actions, signature, PossibleAction};
 pub use tree::{is_actionable, prune, prune_report, Pruned};
 

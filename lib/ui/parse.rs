@@ -365,6 +365,27 @@ pub(crate) fn is_text_input(class_name: &str) -> bool {
         )
 }
 
+/// A `bounds` value that is not `[x1,y1][x2,y2]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bounds must be [x1,y1][x2,y2], not {0:?}")]
+pub struct BoundsError(pub String);
+
+/// `[x1,y1][x2,y2]`, as uiautomator writes bounds.
+impl std::str::FromStr for Bounds {
+    type Err = BoundsError;
+
+    fn from_str(value: &str) -> Result<Bounds, BoundsError> {
+        parse_bounds(value).ok_or_else(|| BoundsError(value.to_string()))
+    }
+}
+
+/// `[x1,y1][x2,y2]`, as uiautomator writes bounds.
+impl std::fmt::Display for Bounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{},{}][{},{}]", self.x1, self.y1, self.x2, self.y2)
+    }
+}
+
 /// `[x1,y1][x2,y2]` → bounds; `None` when it is anything else.
 pub fn parse_bounds(value: &str) -> Option<Bounds> {
     let inner = value.trim().strip_prefix('[')?.strip_suffix(']')?;
@@ -528,6 +549,13 @@ mod tests {
             Some(Bounds::from([0, 583, 1080, 1718]))
         );
         assert_eq!(parse_bounds("[0,0][a,1]"), None);
+        let bounds: Bounds = "[-5,20][1080,2400]".parse().unwrap();
+        assert_eq!(bounds, Bounds::from([-5, 20, 1080, 2400]));
+        assert_eq!(bounds.to_string(), "[-5,20][1080,2400]");
+        assert_eq!(
+            "[1,2]".parse::<Bounds>(),
+            Err(BoundsError("[1,2]".to_string()))
+        );
         assert_eq!(parse_bounds(""), None);
     }
 }

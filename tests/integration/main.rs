@@ -29,6 +29,8 @@ mod sim_adb;
 mod sim_check;
 mod sim_clients;
 mod sim_dispatch;
+mod sim_infer;
+mod sim_mcp;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;

@@ -19,6 +19,7 @@ struct Report {
     app_ceiling: usize,
     screens: Vec<ScreenCheck>,
     failed_transitions: Vec<Failure>,
+    inferred_moves: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -80,6 +81,10 @@ fn check_walks_every_screen_of_a_bundled_app() {
     assert_eq!((report.app_reachable, report.app_ceiling), (9, 9));
     assert_eq!(report.screens_total, 9);
     assert!(report.failed_transitions.is_empty());
+    assert_eq!(
+        report.inferred_moves, 1,
+        "typing into the results' search field"
+    );
     assert_eq!(report.screens[0].screen, "home");
     assert!(
         report.screens[0].path.is_empty(),

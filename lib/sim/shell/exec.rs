@@ -212,9 +212,14 @@ fn run_pipeline(
             None => Some(Vec::new()),
         };
         let prepared = prepare(command, env);
+        let mut replaced = false;
         let output = match run_simple(&prepared, programs, fs, input, session, env) {
             Ok(Step::Exit(code)) => return Flow::Exit(code),
             Ok(Step::Done(output)) => output,
+            Ok(Step::Replaced(output)) => {
+                replaced = true;
+                output
+            }
             Err(message) => Output::error(message, 1),
         };
         status = output.status;
@@ -237,6 +242,9 @@ fn run_pipeline(
             }
         } else {
             piped = Some(routed.stdout);
+        }
+        if replaced {
+            return Flow::Exit(status);
         }
     }
     Flow::Next(status)
@@ -285,6 +293,8 @@ fn prepare(command: &SimpleCommand, env: &Env) -> Prepared {
 enum Step {
     Done(Output),
     Exit(i32),
+    /// `exec COMMAND`: the command's output, then the shell ends with its status.
+    Replaced(Output),
 }
 
 fn run_simple(
@@ -334,6 +344,8 @@ fn run_simple(
             return Ok(Step::Exit(code));
         }
         "cd" => return Ok(Step::Done(Output::default())),
+        // `exec` alone only applies its redirections to the shell.
+        "exec" if command.argv.len() == 1 => return Ok(Step::Done(Output::default())),
         "export" => {
             for word in &command.argv[1..] {
                 if let Some((name, value)) = env.assignment(&Word::literal(word)) {
@@ -356,17 +368,25 @@ fn run_simple(
         Some(path) => Some(lock(fs).read(&path).map(<[u8]>::to_vec).unwrap_or_default()),
         None => input,
     };
+    // `exec COMMAND` runs the command in the shell's place: the shell ends with it.
+    let (argv, replaces) = match name.as_str() {
+        "exec" => (&command.argv[1..], true),
+        _ => (&command.argv[..], false),
+    };
     let output = match input {
         Some(input) => {
             let mut fed = Fed {
                 input: Some(input),
                 outer: session,
             };
-            programs.run(&command.argv, &mut fed, fs)
+            programs.run(argv, &mut fed, fs)
         }
-        None => programs.run(&command.argv, session, fs),
+        None => programs.run(argv, session, fs),
     };
-    Ok(Step::Done(output))
+    Ok(match replaces {
+        true => Step::Replaced(output),
+        false => Step::Done(output),
+    })
 }
 
 #[derive(Default)]
@@ -497,6 +517,13 @@ mod tests {
         assert_eq!(lock(&fs).read("/sdcard/var").unwrap(), b"v\n");
         assert_eq!(run("echo x | cat", &fs), (0, "x\n".into()));
         assert_eq!(run("echo x | hungup", &fs), (0, "true\n".into()));
+        assert_eq!(
+            run("export T=x; exec false; echo after", &fs),
+            (1, String::new()),
+            "exec ends the shell with its command"
+        );
+        assert_eq!(run("exec echo a b; echo c", &fs), (0, "a b\n".into()));
+        assert_eq!(run("exec; echo c", &fs), (0, "c\n".into()));
     }
 
     #[test]

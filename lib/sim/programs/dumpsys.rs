@@ -3,14 +3,19 @@
 //! every answer says what the simulator really shows: the windows and their focus, the activity
 //! tasks, the display and its power state, the battery, an app's memory, a package.
 
+use super::Phone;
+use crate::sim::packages::apk_dir;
+use crate::sim::shell::Output;
 use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
 
 use sha2::{Digest, Sha256};
 
-use super::model::Node;
 use super::procfs::package_uid;
-use super::system::LAUNCHER_PACKAGE;
-use super::world::{Foreground, TaskSummary};
+use crate::sim::component::{full_class, short_component};
+use crate::sim::model::Node;
+use crate::sim::system::LAUNCHER_PACKAGE;
+use crate::sim::world::{Foreground, TaskSummary};
 
 pub const DENSITY: u32 = 420;
 /// Android 13 (API 33), as the samples in the fixtures.
@@ -56,24 +61,6 @@ pub fn short_hash(name: &str) -> String {
         "{:07x}",
         u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) >> 4
     )
-}
-
-/// `pkg/.Cls` when the class is in the package, as ActivityRecord prints it.
-pub fn short_component(package: &str, activity: &str) -> String {
-    let class = activity
-        .strip_prefix(package)
-        .filter(|rest| rest.starts_with('.'));
-    match class {
-        Some(rest) => format!("{package}/{rest}"),
-        None => format!("{package}/{activity}"),
-    }
-}
-
-pub fn full_class(package: &str, activity: &str) -> String {
-    match activity.strip_prefix('.') {
-        Some(rest) => format!("{package}.{rest}"),
-        None => activity.to_string(),
-    }
 }
 
 pub fn task_id(package: &str) -> u32 {
@@ -461,6 +448,52 @@ pub fn package(facts: &PackageFacts) -> String {
         short_hash(&format!("sig {package}")),
         short_hash(&format!("cert {package}")),
     )
+}
+
+impl Phone {
+    fn snapshot(&self) -> Snapshot {
+        let pids = self.app_pids();
+        let world = self.world();
+        // The dump is the world's own serialisation: it parses; an empty view dump otherwise.
+        let roots = crate::sim::model::parse_hierarchy(&world.hierarchy_xml()).unwrap_or_default();
+        Snapshot {
+            foreground: world.foreground(),
+            anr: world.anr_showing(),
+            tasks: world.tasks(),
+            pids,
+            size: world.screen_size(),
+            screen_on: self.screen_on.load(Ordering::SeqCst),
+            roots,
+        }
+    }
+
+    pub(super) fn dumpsys(&self, args: &[String]) -> Output {
+        if args.first().map(String::as_str) == Some("package") {
+            return match args.get(1) {
+                Some(package) => self.dumpsys_package(package),
+                None => Output::ok("Packages:\n"),
+            };
+        }
+        match dumpsys(args, &self.snapshot()) {
+            Ok(out) => Output::ok(out),
+            // dumpsys reports a missing service on stderr and still exits 0.
+            Err(message) => Output::error(message, 0),
+        }
+    }
+
+    fn dumpsys_package(&self, package: &str) -> Output {
+        let world = self.world();
+        let Some(version) = world.version_name(package) else {
+            return Output::ok("");
+        };
+        let apk_dir = apk_dir(package);
+        Output::ok(self::package(&PackageFacts {
+            package,
+            version_name: &version,
+            apk_dir: &apk_dir,
+            system: world.is_system_package(package),
+        }))
+    }
 }
 
 #[cfg(test)]

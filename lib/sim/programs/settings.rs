@@ -1,6 +1,8 @@
 //! The settings provider (`settings get|put|delete|list`) and the `svc` switches that write it:
 //! three namespaces starting from an emulator's defaults, kept for the life of the device.
 
+use super::{guard, Phone};
+use crate::sim::shell::Output;
 use std::collections::BTreeMap;
 
 /// Namespaces `settings` knows.
@@ -155,6 +157,54 @@ pub fn svc(args: &[String]) -> Result<(&'static str, &'static str, String), Stri
     found.ok_or_else(|| {
         "Available commands:\n    help     Show information about the subcommands\n    power    Control the power manager\n    data     Control mobile data connectivity\n    wifi     Control the Wi-Fi manager\n".to_string()
     })
+}
+
+impl Phone {
+    pub(super) fn settings(&self, args: &[String]) -> Output {
+        let request = match parse(args) {
+            Ok(request) => request,
+            Err(usage) => return Output::error(usage, 255),
+        };
+        // The input method settings are the world's IME state.
+        match request {
+            Request::Get("secure", "default_input_method") => {
+                return Output::ok(format!("{}\n", self.world().ime_current()));
+            }
+            Request::Get("secure", "enabled_input_methods") => {
+                return Output::ok(format!("{}\n", self.world().ime_enabled().join(":")));
+            }
+            Request::Put("secure", "default_input_method", id) => {
+                self.world().ime_set(id);
+                return Output::default();
+            }
+            _ => {}
+        }
+        let mut store = guard(&self.settings);
+        match request {
+            Request::Get(namespace, key) => {
+                Output::ok(format!("{}\n", store.get(namespace, key).unwrap_or("null")))
+            }
+            Request::Put(namespace, key, value) => {
+                store.put(namespace, key, value);
+                Output::default()
+            }
+            Request::Delete(namespace, key) => {
+                let rows = usize::from(store.delete(namespace, key));
+                Output::ok(format!("Deleted {rows} rows\n"))
+            }
+            Request::List(namespace) => Output::ok(store.list(namespace)),
+        }
+    }
+
+    pub(super) fn svc(&self, args: &[String]) -> Output {
+        match svc(args) {
+            Ok((namespace, key, value)) => {
+                guard(&self.settings).put(namespace, key, &value);
+                Output::default()
+            }
+            Err(usage) => Output::error(usage, 1),
+        }
+    }
 }
 
 #[cfg(test)]

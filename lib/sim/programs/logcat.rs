@@ -2,6 +2,8 @@
 //! starts) and the crash buffer the world writes, printed with logcat's buffers, filters
 //! (`TAG:PRIORITY`, `-s`, `-e`, `--pid`, `-t`, `-m`) and formats (`-v threadtime|time|brief|...`).
 
+use super::{guard, Phone};
+use crate::sim::shell::Output;
 use std::fmt::Write as _;
 
 /// At most this many entries are kept per buffer (a ring, as logd keeps one).
@@ -157,6 +159,8 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 }
             }
             "-v" | "--format" => {
+                // Modifiers (`year`, `uid`, `color`, ...) change details the simulated buffers
+                // print the same way; a format name picks the format.
                 let format = value("v")?;
                 if FORMATS.contains(&format.as_str()) {
                     options.format = format;
@@ -318,6 +322,29 @@ impl Options {
             out.push_str(&self.line(entry));
         }
         out
+    }
+}
+
+impl Phone {
+    /// `logcat`: the system log this device wrote and the world's crash buffer, through
+    /// logcat's filters. Without `-d` a device keeps streaming; the simulator prints what is
+    /// there and ends.
+    pub(super) fn logcat(&self, args: &[String]) -> Output {
+        let options = match parse_args(args) {
+            Ok(options) => options,
+            Err(message) => return Output::error(message, 1),
+        };
+        if options.clear {
+            guard(&self.logs).clear(&options.buffers);
+            if options.buffers.contains(&Buffer::Crash) {
+                self.world().clear_crash_log();
+            }
+            return Output::default();
+        }
+        let mut entries = guard(&self.logs).entries().to_vec();
+        entries.extend(parse_threadtime(&self.world().crash_log(), Buffer::Crash));
+        entries.sort_by(|a, b| a.stamp.cmp(&b.stamp));
+        Output::ok(options.render(&entries))
     }
 }
 

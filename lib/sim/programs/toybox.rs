@@ -4,9 +4,8 @@
 
 use std::time::Duration;
 
-use super::commands::{error, text};
 use super::procfs::ProcFs;
-use super::shell::{lock, FsError, FsHandle, Output, Session};
+use crate::sim::shell::{lock, FsError, FsHandle, Output, Session};
 
 pub fn echo(args: &[String]) -> Output {
     let (newline, words) = match args.first().map(String::as_str) {
@@ -17,7 +16,7 @@ pub fn echo(args: &[String]) -> Output {
     if newline {
         out.push('\n');
     }
-    text(out)
+    Output::ok(out)
 }
 
 pub fn cat(args: &[String], session: &mut dyn Session, fs: &FsHandle, kernel: &ProcFs) -> Output {
@@ -34,7 +33,7 @@ pub fn cat(args: &[String], session: &mut dyn Session, fs: &FsHandle, kernel: &P
             out.stdout.extend(session.stdin());
             continue;
         }
-        let read = match kernel.read(&super::shell::FileSystem::normalize(file)) {
+        let read = match kernel.read(&crate::sim::shell::FileSystem::normalize(file)) {
             Some(read) => read,
             None => lock(fs).read(file).map(<[u8]>::to_vec),
         };
@@ -69,7 +68,7 @@ pub fn rm(args: &[String], fs: &FsHandle) -> Output {
     let recursive = flags.contains('r') || flags.contains('R');
     let mut out = Output::default();
     if paths.is_empty() && !force {
-        return error("rm: Needs 1 argument (see \"rm --help\")\n", 1);
+        return Output::error("rm: Needs 1 argument (see \"rm --help\")\n", 1);
     }
     for path in paths {
         match lock(fs).remove(path, recursive) {
@@ -85,6 +84,31 @@ pub fn rm(args: &[String], fs: &FsHandle) -> Output {
     out
 }
 
+/// `mv SOURCE DEST`: a file moves (into DEST when it is a directory).
+pub fn mv(args: &[String], fs: &FsHandle) -> Output {
+    let (_, paths) = flags_and_paths(args);
+    let [source, dest] = paths[..] else {
+        return Output::error("mv: Needs 2 arguments (see \"mv --help\")\n", 1);
+    };
+    let mut storage = lock(fs);
+    let target = match storage.stat(dest) {
+        Some(stat) if stat.is_dir => {
+            let name = source.rsplit('/').next().unwrap_or(source);
+            format!("{}/{name}", dest.trim_end_matches('/'))
+        }
+        _ => dest.to_string(),
+    };
+    let moved = storage
+        .read(source)
+        .map(<[u8]>::to_vec)
+        .and_then(|data| storage.write(&target, &data, false))
+        .and_then(|()| storage.remove(source, false));
+    match moved {
+        Ok(()) => Output::default(),
+        Err(err) => Output::error(format!("mv: {source}: {err}\n"), 1),
+    }
+}
+
 pub fn ls(args: &[String], fs: &FsHandle, kernel: &ProcFs) -> Output {
     let (flags, paths) = flags_and_paths(args);
     let long = flags.contains('l');
@@ -96,7 +120,7 @@ pub fn ls(args: &[String], fs: &FsHandle, kernel: &ProcFs) -> Output {
     let mut out = Output::default();
     let fs = lock(fs);
     for path in paths {
-        if let Some(names) = kernel.list(&super::shell::FileSystem::normalize(&path)) {
+        if let Some(names) = kernel.list(&crate::sim::shell::FileSystem::normalize(&path)) {
             match names {
                 Ok(names) => out
                     .stdout
@@ -180,7 +204,7 @@ pub fn sleep(args: &[String]) -> Output {
             std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
             Output::default()
         }
-        None => error("sleep: Needs 1 argument (see \"sleep --help\")\n", 1),
+        None => Output::error("sleep: Needs 1 argument (see \"sleep --help\")\n", 1),
     }
 }
 
@@ -200,7 +224,7 @@ pub fn grep(args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output
     }
     if patterns.is_empty() {
         if rest.is_empty() {
-            return error("grep: no pattern (see \"grep --help\")\n", 2);
+            return Output::error("grep: no pattern (see \"grep --help\")\n", 2);
         }
         patterns.push(rest.remove(0));
     }
@@ -229,7 +253,7 @@ pub fn grep(args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output
         translated.join("|")
     );
     let Ok(re) = regex::Regex::new(&pattern) else {
-        return error(format!("grep: bad regex '{}'\n", patterns.join("|")), 2);
+        return Output::error(format!("grep: bad regex '{}'\n", patterns.join("|")), 2);
     };
     let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
     let mut out = Output::default();
@@ -337,10 +361,10 @@ pub fn cut(args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output 
         }
     }
     let Some((list, by_char)) = fields.map(|f| (f, false)).or(chars.map(|c| (c, true))) else {
-        return error("cut: Needs -fcb (see \"cut --help\")\n", 1);
+        return Output::error("cut: Needs -fcb (see \"cut --help\")\n", 1);
     };
     let Some(ranges) = parse_ranges(&list) else {
-        return error(format!("cut: bad list '{list}'\n"), 1);
+        return Output::error(format!("cut: bad list '{list}'\n"), 1);
     };
     let input = if files.is_empty() {
         session.stdin()
@@ -349,7 +373,7 @@ pub fn cut(args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output 
         for file in &files {
             match lock(fs).read(file) {
                 Ok(bytes) => all.extend_from_slice(bytes),
-                Err(err) => return error(format!("cut: {file}: {err}\n"), 1),
+                Err(err) => return Output::error(format!("cut: {file}: {err}\n"), 1),
             }
         }
         all
@@ -377,7 +401,7 @@ pub fn cut(args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output 
         }
         out.push('\n');
     }
-    text(out)
+    Output::ok(out)
 }
 
 /// `1,3`, `2-4`, `3-`: 1-based inclusive ranges.
@@ -432,10 +456,10 @@ pub fn ifconfig(args: &[String], wifi_on: bool) -> Output {
         .find(|a| !a.starts_with('-'))
         .map(String::as_str)
     {
-        None => text(if wifi_on { format!("{lo}{wlan}") } else { lo }),
-        Some("lo") => text(lo),
-        Some("wlan0") => text(wlan),
-        Some(other) => error(format!("ifconfig: {other}: No such device\n"), 1),
+        None => Output::ok(if wifi_on { format!("{lo}{wlan}") } else { lo }),
+        Some("lo") => Output::ok(lo),
+        Some("wlan0") => Output::ok(wlan),
+        Some(other) => Output::error(format!("ifconfig: {other}: No such device\n"), 1),
     }
 }
 
@@ -444,10 +468,10 @@ pub fn ip(args: &[String], wifi_on: bool) -> Output {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let (object, rest) = match words.split_first() {
         Some((object, rest)) => (*object, rest),
-        None => return error("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n", 255),
+        None => return Output::error("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n", 255),
     };
     if !matches!(object, "a" | "addr" | "address") {
-        return error(
+        return Output::error(
             format!("Object \"{object}\" is unknown, try \"ip help\".\n"),
             255,
         );
@@ -464,10 +488,10 @@ pub fn ip(args: &[String], wifi_on: bool) -> Output {
         format!("18: wlan0: <BROADCAST,MULTICAST> mtu 1500 qdisc mq state DOWN group default qlen 1000\n    link/ether {WLAN_MAC} brd ff:ff:ff:ff:ff:ff\n")
     };
     match rest.first().copied() {
-        None => text(format!("{lo}{wlan}")),
-        Some("lo") => text(lo),
-        Some("wlan0") => text(wlan),
-        Some(other) => error(format!("Device \"{other}\" does not exist.\n"), 1),
+        None => Output::ok(format!("{lo}{wlan}")),
+        Some("lo") => Output::ok(lo),
+        Some("wlan0") => Output::ok(wlan),
+        Some(other) => Output::error(format!("Device \"{other}\" does not exist.\n"), 1),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::shell::{FsError, SHELL_PID};
+use crate::sim::shell::{FsError, SHELL_PID};
 
 /// Cores of the simulated phone.
 pub const CPUS: u32 = 4;

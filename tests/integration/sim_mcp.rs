@@ -1,0 +1,339 @@
+//! mobile-mcp (the MCP server agents drive phones with) against `droid-sim --app builtin:shop`,
+//! in both its engines: the default one, which runs the `mobilecli` binary the npm package
+//! ships, and `MOBILEMCP_LEGACY_ROBOT=1`, which runs the `adb` client. The test speaks MCP's
+//! stdio transport (one JSON-RPC message per line) and confirms each action in the simulator's
+//! truth log.
+//!
+//! The client comes from `tests/node/package-lock.json` (`npm ci --prefix tests/node`, which
+//! `.ci/run` does). Without node, the package or `adb` the test prints a skip notice and
+//! passes, except under `DROID_REQUIRE_ADB=1`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use crate::common::{require_tool, root};
+use crate::sim_adb::SimProcess;
+
+const DEVICE: &str = "emulator-5554";
+const PACKAGE: &str = "com.example.shop";
+
+/// mobile-mcp's entry point when `npm ci` ran; `None` (after a notice) when the test may skip.
+fn mobile_mcp() -> Option<PathBuf> {
+    if !require_tool("node", "nodejs") || !require_tool("adb", "adb") {
+        return None;
+    }
+    let entry = root().join("tests/node/node_modules/@mobilenext/mobile-mcp/lib/index.js");
+    if entry.is_file() {
+        return Some(entry);
+    }
+    let install = "npm ci --prefix tests/node";
+    if std::env::var("DROID_REQUIRE_ADB").as_deref() == Ok("1") {
+        panic!("DROID_REQUIRE_ADB=1 but mobile-mcp is not installed: {install}");
+    }
+    eprintln!("skipped: mobile-mcp is not installed ({install})");
+    None
+}
+
+/// A mobile-mcp server on stdio, its device the simulator.
+struct Mcp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    home: PathBuf,
+    /// The binary whose daemon the default engine starts, to stop it at the end.
+    mobilecli: Option<PathBuf>,
+}
+
+impl Mcp {
+    /// `home` holds mobilecli's daemon (its socket, pid and log), one per test.
+    fn start(entry: &PathBuf, sim: &SimProcess, legacy: bool, home: &Path) -> Mcp {
+        let mut command = Command::new("node");
+        command
+            .arg(entry)
+            .env("ANDROID_ADB_SERVER_PORT", sim.port.to_string())
+            .env("HOME", home)
+            // Nothing leaves the machine: no usage reports.
+            .env("MOBILEMCP_DISABLE_TELEMETRY", "1")
+            .env_remove("ANDROID_SERIAL")
+            .env_remove("ANDROID_HOME")
+            .env_remove("MOBILEMCP_LEGACY_ROBOT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if legacy {
+            command.env("MOBILEMCP_LEGACY_ROBOT", "1");
+        }
+        let mut child = command.spawn().expect("node runs mobile-mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+            home: home.to_path_buf(),
+            mobilecli: entry
+                .ancestors()
+                .nth(3)
+                .map(|modules| modules.join("mobilecli-linux-amd64/mobilecli-linux-amd64")),
+        };
+        let init = mcp.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "droid-tests", "version": "1"}}),
+        );
+        assert!(init["result"]["serverInfo"].is_object(), "{init}");
+        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// One request and its response (notifications and other messages in between are skipped).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let read = self.stdout.read_line(&mut line).unwrap();
+            assert!(read > 0, "mobile-mcp closed its output during {method}");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// A tool call: its text (the first content's), or `Err` with it when the tool failed.
+    fn call(&mut self, tool: &str, mut args: Value) -> Result<String, String> {
+        args["device"] = json!(DEVICE);
+        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        let result = &response["result"];
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        // Legacy errors come back as text that asks the agent to fix the issue.
+        let failed =
+            result["isError"] == true || text.ends_with("Please fix the issue and try again.");
+        match (response.get("error"), failed) {
+            (Some(error), _) => Err(error.to_string()),
+            (None, true) => Err(text),
+            (None, false) => Ok(text),
+        }
+    }
+
+    fn works(&mut self, tool: &str, args: Value) -> String {
+        self.call(tool, args)
+            .unwrap_or_else(|err| panic!("{tool} failed: {err}"))
+    }
+
+    /// A tool's image: its MIME type and bytes.
+    fn image(&mut self, tool: &str) -> (String, Vec<u8>) {
+        let response = self.request(
+            "tools/call",
+            json!({"name": tool, "arguments": {"device": DEVICE}}),
+        );
+        let content = response["result"]["content"].as_array().unwrap();
+        let image = content
+            .iter()
+            .find(|c| c["type"] == "image")
+            .unwrap_or_else(|| panic!("{tool} gave no image: {response}"));
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(image["data"].as_str().unwrap())
+            .unwrap();
+        (
+            image["mimeType"].as_str().unwrap_or_default().to_string(),
+            bytes,
+        )
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // mobilecli's device commands start a daemon that outlives them: stop this test's.
+        if let Some(mobilecli) = self.mobilecli.as_ref().filter(|m| m.is_file()) {
+            let _ = Command::new(mobilecli)
+                .args(["daemon", "stop"])
+                .env("HOME", &self.home)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// What the simulator's truth log holds: the screen shown last and the inputs received.
+fn truth(path: &std::path::Path) -> (String, Vec<Value>) {
+    let lines: Vec<Value> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let screen = lines
+        .iter()
+        .rev()
+        .find_map(|l| l["screen"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let inputs = lines
+        .into_iter()
+        .filter(|l| l.get("input").is_some())
+        .collect();
+    (screen, inputs)
+}
+
+/// The centre of the element mobile-mcp lists with this text: `at=X,Y size=WxH` is its top
+/// left corner and size.
+fn centre_of(listing: &str, text: &str) -> (i64, i64) {
+    let line = listing
+        .lines()
+        .find(|l| l.contains(&format!("text=\"{text}\"")))
+        .unwrap_or_else(|| panic!("no {text:?} in {listing}"));
+    let field = |name: &str| -> (i64, i64) {
+        let value = line.split(&format!(" {name}=")).nth(1).unwrap();
+        let value = value.split(' ').next().unwrap();
+        let (a, b) = value.split_once([',', 'x']).unwrap();
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    let ((x, y), (w, h)) = (field("at"), field("size"));
+    (x + w / 2, y + h / 2)
+}
+
+/// The calls every engine must answer, each confirmed in the truth log.
+fn drive(legacy: bool) {
+    let Some(entry) = mobile_mcp() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("truth.jsonl");
+    let sim = SimProcess::start(&[
+        "--app",
+        "builtin:shop",
+        "--truth-log",
+        &log.to_string_lossy(),
+    ]);
+    let mut mcp = Mcp::start(&entry, &sim, legacy, home.path());
+    let engine = if legacy { "legacy" } else { "mobilecli" };
+
+    let devices = mcp.works("mobile_list_available_devices", json!({}));
+    assert!(
+        devices.contains(DEVICE) && devices.contains("android"),
+        "{devices}"
+    );
+    if legacy {
+        // mobilecli lists apps through its on-device agent, a dex it runs with app_process,
+        // which the simulated phone cannot run.
+        let apps = mcp.works("mobile_list_apps", json!({}));
+        assert!(apps.contains(PACKAGE), "{apps}");
+    }
+    mcp.works("mobile_launch_app", json!({"packageName": PACKAGE}));
+    assert_eq!(
+        truth(&log).0,
+        "welcome",
+        "{engine}: the shop opens on its start screen"
+    );
+    let size = mcp.works("mobile_get_screen_size", json!({}));
+    assert!(size.contains("1080x2400"), "{size}");
+    if !legacy {
+        let front = mcp.works("mobile_get_foreground_app", json!({}));
+        assert!(front.contains(PACKAGE), "{front}");
+        // The crash buffer, through `adb logcat -b crash -d`: nothing has crashed.
+        let crashes = mcp.works("mobile_list_crashes", json!({}));
+        assert!(!crashes.contains("FATAL"), "{crashes}");
+    }
+
+    // Tap what the element listing shows, where it shows it.
+    let listing = mcp.works("mobile_list_elements_on_screen", json!({}));
+    let (x, y) = centre_of(&listing, "Skip");
+    mcp.works(
+        "mobile_click_on_screen_at_coordinates",
+        json!({"x": x, "y": y}),
+    );
+    let (screen, inputs) = truth(&log);
+    let tap = inputs.last().unwrap();
+    assert_eq!(
+        (tap["input"].as_str(), &tap["x"], &tap["y"]),
+        (Some("tap"), &json!(x), &json!(y))
+    );
+    assert_eq!(screen, "login", "{engine}: Skip leads to the login screen");
+
+    mcp.works("mobile_press_button", json!({"button": "BACK"}));
+    let (screen, inputs) = truth(&log);
+    assert!(inputs.last().unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .contains("BACK"));
+    assert_eq!(screen, "welcome");
+
+    mcp.works("mobile_swipe_on_screen", json!({"direction": "left"}));
+    let (screen, inputs) = truth(&log);
+    assert_eq!(inputs.last().unwrap()["input"], "swipe");
+    assert_eq!(
+        screen, "onboarding_delivery",
+        "{engine}: a swipe left pages on"
+    );
+
+    mcp.works(
+        "mobile_long_press_on_screen_at_coordinates",
+        json!({"x": 540, "y": 1200}),
+    );
+    assert_eq!(truth(&log).1.last().unwrap()["input"], "swipe");
+
+    mcp.works(
+        "mobile_type_keys",
+        json!({"text": "hello", "submit": false}),
+    );
+    let (_, inputs) = truth(&log);
+    assert!(inputs
+        .iter()
+        .any(|i| i["input"] == "text" && i["text"] == "hello"));
+
+    // mobilecli scales the capture down to a JPEG; the legacy engine passes screencap's PNG on.
+    let (mime, bytes) = mcp.image("mobile_take_screenshot");
+    let magic: &[u8] = match mime.as_str() {
+        "image/png" => b"\x89PNG",
+        "image/jpeg" => b"\xff\xd8\xff",
+        other => panic!("{engine}: a screenshot as {other:?}"),
+    };
+    assert!(bytes.starts_with(magic), "{engine}: not a {mime}");
+    if mime == "image/png" {
+        let shot = image::load_from_memory(&bytes).expect("a picture");
+        assert_eq!((shot.width(), shot.height()), (1080, 2400));
+    }
+
+    mcp.works("mobile_set_orientation", json!({"orientation": "portrait"}));
+    let orientation = mcp.works("mobile_get_orientation", json!({}));
+    assert!(orientation.contains("portrait"), "{orientation}");
+
+    mcp.works("mobile_open_url", json!({"url": "https://example.com/"}));
+    assert_eq!(truth(&log).0, "@external:com.android.chrome");
+
+    mcp.works("mobile_terminate_app", json!({"packageName": PACKAGE}));
+    let (_, inputs) = truth(&log);
+    assert!(inputs
+        .iter()
+        .any(|i| i["input"] == "force_stop" && i["package"] == PACKAGE));
+}
+
+#[test]
+fn sim_mobile_mcp_drives_the_shop_through_mobilecli() {
+    drive(false);
+}
+
+#[test]
+fn sim_mobile_mcp_drives_the_shop_through_adb() {
+    drive(true);
+}
