@@ -27,7 +27,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sections that explore every app model again for minutes only to compare identity rules:
 /// `make coverage` runs them, `make bench` does not.
-const SLOW: &[&str] = &["identity"];
+const SLOW: &[&str] = &["identity", "misses"];
 
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
@@ -44,6 +44,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("decide_db", decide_db),
     ("coverage", coverage),
     ("identity", identity),
+    ("misses", misses),
     ("report", report),
 ];
 
@@ -915,17 +916,12 @@ fn decide_db() {
     }
 }
 
-/// `make coverage`: per app model, its reachable screens, the ceiling `droid-sim --check`
-/// walks, and for each decider over seeds 0-4 with 3 × (reachable screens) steps: the screens
-/// the device showed (truth log), the steps it took to show 50% and 90% of the ceiling (the
-/// mean over the seeds that got there), the most consecutive steps a seed spent repeating
-/// earlier steps (the same screen, the same actions) with nothing new shown, and the model
-/// calls per new screen; then the ceiling and each decider's mean counted in screens droid
-/// tells apart (see [`screen_keys`]). Narrowed by
-/// `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2`, and a larger budget with
-/// `PER_SCREEN=10` (steps per reachable screen); `MISSED=1` lists, per app and decider, the
-/// ceiling's screens a seed missed, in how many seeds, and the last move of `--check`'s walk to
-/// each (the kind of action it needs).
+/// Screens each decider reaches on every app model through droid-crawl's loop, against the
+/// ceiling a tester reaches (`droid-sim --check`, the app's own package): seeds 0–4, a budget of
+/// 3 × the ceiling's screens. `APP=onelist,agram`, `DECIDERS=heuristic,dfs`, `SEEDS=2` narrow a
+/// run; `PER_SCREEN=30` gives 30 × the ceiling's screens (until the exploration says it is
+/// complete); `MISSED=1` lists, per app and decider, the ceiling's screens a seed missed, in how
+/// many seeds, and the last move of `--check`'s walk to each (the kind of action it needs).
 fn coverage() {
     let per_screen: u64 = env_list("PER_SCREEN")
         .first()
@@ -947,24 +943,33 @@ fn coverage() {
         deciders = ["heuristic", "dfs", "random"].map(String::from).to_vec();
     }
     let missed = std::env::var_os("MISSED").is_some();
+    figure("coverage", "per_screen", serde_json::json!(per_screen));
+    figure("coverage", "seeds", serde_json::json!(seeds));
     println!(
-        "| app | reachable | ceiling | decider | screens reached, seeds 0-{} | mean | % of ceiling | steps to 50% | steps to 90% | most steps repeated | model calls per new screen |",
+        "Budget {per_screen} × the ceiling's screens; seeds 0-{}.\n",
         seeds - 1
     );
-    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| app | ceiling | budget | decider | own screens reached, seeds 0-{} | mean | % of ceiling | ended explored | explored, a ceiling screen one move away | moves inferred per run | most steps repeated | model calls per new screen |",
+        seeds - 1
+    );
+    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut gaps = Vec::new();
     let mut demands = Vec::new();
     let mut told_apart = Vec::new();
+    let mut shares: BTreeMap<&str, Vec<(&str, f64)>> = BTreeMap::new();
     for app in &apps {
         let name = app_name(app);
         let check = droid::sim::check::check(app).expect("droid-sim --check");
-        demands.push((name, demand(app, &check)));
+        let model = droid::sim::model::AppModel::load(app).expect("app model");
         let ceiling: std::collections::BTreeSet<String> = check
             .screens
             .iter()
-            .filter(|s| s.reached)
+            .filter(|s| s.reached && s.package == check.package)
             .map(|s| s.screen.clone())
             .collect();
+        let budget = per_screen * ceiling.len() as u64;
+        demands.push((name, demand(app, &check, &ceiling), budget));
         let keys = screen_keys(app, &ceiling);
         let distinct = |screens: &mut dyn Iterator<Item = &String>| {
             screens
@@ -985,25 +990,24 @@ fn coverage() {
                 "random" => droid::decide::Decider::Random,
                 other => panic!("DECIDERS: {other} is none of heuristic, dfs, random"),
             };
-            let runs = runs_in_parallel(app, &decider, seeds, per_screen);
-            let reached: Vec<usize> = runs.iter().map(|r| r.reached.len()).collect();
+            let runs = runs_in_parallel(app, &decider, seeds, budget);
+            let reached: Vec<usize> = runs
+                .iter()
+                .map(|r| r.reached.intersection(&ceiling).count())
+                .collect();
             let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
             let share = 100.0 * mean / ceiling.len().max(1) as f64;
-            let steps_to = |part: f64| {
-                let goal = (part * ceiling.len() as f64).ceil() as usize;
-                let steps: Vec<u64> = runs
-                    .iter()
-                    .filter_map(|run| run.steps_to(&ceiling, goal))
-                    .collect();
-                let mean = (!steps.is_empty())
-                    .then(|| steps.iter().sum::<u64>() as f64 / steps.len() as f64);
-                (mean, steps.len())
-            };
-            let (half, ninety) = (steps_to(0.5), steps_to(0.9));
-            let shown = |(mean, n): (Option<f64>, usize)| match mean {
-                Some(mean) => format!("{mean:.0} ({n} of {seeds})"),
-                None => "–".to_string(),
-            };
+            shares.entry(label.as_str()).or_default().push((name, share));
+            let explored: Vec<&explore::Run> =
+                runs.iter().filter(|r| r.ended == "explored").collect();
+            // An end declared while a screen of the ceiling was one recorded move away from a
+            // screen the run showed.
+            let short: Vec<String> = explored
+                .iter()
+                .flat_map(|run| one_move_away(&model, run, &ceiling))
+                .collect();
+            let inferred =
+                runs.iter().map(|r| r.inferred).sum::<usize>() as f64 / runs.len() as f64;
             let calls: usize = runs.iter().map(model_calls).sum();
             let new_screens: usize = runs.iter().map(|r| r.reached.len()).sum();
             let calls_per_screen = calls as f64 / new_screens.max(1) as f64;
@@ -1013,11 +1017,6 @@ fn coverage() {
                 .collect();
             let keys_mean = keys_reached.iter().sum::<usize>() as f64 / runs.len().max(1) as f64;
             apart.reached.push(keys_mean);
-            figure(
-                "coverage",
-                &format!("{name}.{label}.told_apart_mean"),
-                serde_json::json!(keys_mean),
-            );
             let list: Vec<String> = reached.iter().map(usize::to_string).collect();
             let repeated = runs
                 .iter()
@@ -1025,40 +1024,26 @@ fn coverage() {
                 .max()
                 .unwrap_or(0);
             println!(
-                "| {name} | {} | {} | {label} | {} | {mean:.1} | {share:.0}% | {} | {} | {repeated} | {calls_per_screen:.1} |",
-                check.reachable,
+                "| {name} | {} | {budget} | {label} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {} | {inferred:.1} | {repeated} | {calls_per_screen:.1} |",
                 ceiling.len(),
                 list.join(" "),
-                shown(half),
-                shown(ninety),
+                explored.len(),
+                short.len(),
             );
             let key = format!("{name}.{label}");
-            figure("coverage", &format!("{key}.mean"), serde_json::json!(mean));
-            figure(
-                "coverage",
-                &format!("{key}.percent_of_ceiling"),
-                serde_json::json!(share.round()),
-            );
-            figure(
-                "coverage",
-                &format!("{key}.steps_to_50"),
-                serde_json::json!(half.0.map(f64::round)),
-            );
-            figure(
-                "coverage",
-                &format!("{key}.steps_to_90"),
-                serde_json::json!(ninety.0.map(f64::round)),
-            );
-            figure(
-                "coverage",
-                &format!("{key}.most_steps_repeated"),
-                serde_json::json!(repeated),
-            );
-            figure(
-                "coverage",
-                &format!("{key}.model_calls_per_new_screen"),
-                serde_json::json!(calls_per_screen),
-            );
+            for (field, value) in [
+                ("reached", serde_json::json!(reached)),
+                ("mean", serde_json::json!(mean)),
+                ("percent_of_ceiling", serde_json::json!(share.round())),
+                ("ended_explored", serde_json::json!(explored.len())),
+                ("explored_one_move_short", serde_json::json!(short)),
+                ("inferred_per_run", serde_json::json!(inferred)),
+                ("most_steps_repeated", serde_json::json!(repeated)),
+                ("model_calls_per_new_screen", serde_json::json!(calls_per_screen)),
+                ("told_apart_mean", serde_json::json!(keys_mean)),
+            ] {
+                figure("coverage", &format!("{key}.{field}"), value);
+            }
             if missed {
                 let mut count: BTreeMap<&String, usize> = BTreeMap::new();
                 for run in &runs {
@@ -1070,7 +1055,7 @@ fn coverage() {
                 let last_move = |screen: &str| {
                     let path = check.screens.iter().find(|s| s.screen == screen);
                     path.and_then(|s| s.path.last())
-                        .map_or("", |step| step.action)
+                        .map_or(String::new(), |step| format!("{} on {}", step.action, step.from))
                 };
                 let list: Vec<String> = count
                     .iter()
@@ -1079,27 +1064,37 @@ fn coverage() {
                 gaps.push(format!("- {name}, {label}: {}", list.join(", ")));
             }
         }
-        figure(
-            "coverage",
-            &format!("{name}.told_apart"),
-            serde_json::json!(apart.keys),
-        );
+        for (field, value) in [
+            ("ceiling", serde_json::json!(ceiling.len())),
+            ("budget", serde_json::json!(budget)),
+            ("told_apart", serde_json::json!(apart.keys)),
+            ("inferred_moves", serde_json::json!(check.inferred_moves)),
+        ] {
+            figure("coverage", &format!("{name}.{field}"), value);
+        }
         told_apart.push(apart);
+    }
+    println!("\nOver the apps, per decider: the mean share of the ceiling reached, and the lowest:\n");
+    println!("| decider | mean % of ceiling | lowest app |");
+    println!("|---|---:|---|");
+    for (label, list) in &shares {
+        let mean_share = list.iter().map(|(_, s)| s).sum::<f64>() / list.len().max(1) as f64;
+        let (lowest, low) = list
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .copied()
+            .unwrap_or(("", 0.0));
+        println!("| {label} | {mean_share:.0}% | {lowest} ({low:.0}%) |");
         figure(
             "coverage",
-            &format!("{name}.reachable"),
-            serde_json::json!(check.reachable),
-        );
-        figure(
-            "coverage",
-            &format!("{name}.ceiling"),
-            serde_json::json!(ceiling.len()),
+            &format!("{label}.mean_percent_of_ceiling"),
+            serde_json::json!(mean_share.round()),
         );
     }
     println!(
         "\nThe ceiling's screens as droid tells them apart: model screens whose dumps give one \
          screen key (a details page showing another product, a form with text typed, the same \
-         settings page scrolled by a few pixels) are one screen to droid's graph; each \
+         settings page scrolled by a few pixels) are one screen to droid's screen key; each \
          decider's mean number of the ceiling's keys its seeds reached:\n"
     );
     println!("| app | ceiling | told apart | {} |", deciders.join(" | "));
@@ -1118,23 +1113,22 @@ fn coverage() {
         println!("| {name} | {ceiling} | {keys} | {} |", cells.join(" | "));
     }
     println!(
-        "\nWhat each app asks of an explorer that does not know it: the actions droid sees on its \
-         reachable screens (widgets, gestures, back); the screens each one opens first on the \
-         shortest walks from the start; and the decisions a uniformly random order of each \
-         screen's actions takes, expected, to find those (Σ k(n+1)/(k+1) over screens of n \
+        "\nWhat each app asks of an explorer that does not know it: the actions droid sees on the \
+         ceiling's screens (widgets, gestures, back); the ceiling's screens each one opens first \
+         on the shortest walks from the start; and the decisions a uniformly random order of \
+         each screen's actions takes, expected, to find those (Σ k(n+1)/(k+1) over screens of n \
          actions, k of them opening screens; the moves between screens not counted):\n"
     );
-    println!("| app | reachable | budget | actions | opening a screen | decisions, uninformed | ÷ budget |");
+    println!("| app | ceiling | budget | actions | opening a screen | decisions, uninformed | ÷ budget |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for (name, demand) in demands {
-        let budget = per_screen as usize * demand.reachable;
+    for (name, demand, budget) in demands {
         println!(
             "| {name} | {} | {budget} | {} | {} | {:.0} | {:.1} |",
-            demand.reachable,
+            demand.screens,
             demand.actions,
             demand.opens,
             demand.uninformed,
-            demand.uninformed / budget as f64
+            demand.uninformed / budget.max(1) as f64
         );
         figure(
             "coverage",
@@ -1143,11 +1137,148 @@ fn coverage() {
         );
     }
     if missed {
-        println!("\nScreens of the ceiling missed (× seeds that missed them):\n");
+        println!("\nScreens of the ceiling missed (× seeds that missed them, the move that opens them):\n");
         for gap in gaps {
             println!("{gap}");
         }
     }
+}
+
+/// Why one heuristic run missed the ceiling's screens (`APP=notes SEED=0 cargo bench --bench
+/// bench -- misses`, `PER_SCREEN` as for coverage): for each missed screen, the last move of
+/// `--check`'s walk to it, how often the run stood on that move's screen, and what it decided
+/// there each time; a developer's tool, not a figure.
+fn misses() {
+    let per_screen: u64 = env_list("PER_SCREEN")
+        .first()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3);
+    let seed: u64 = env_list("SEED")
+        .first()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let only = env_list("APP");
+    for app in explore::app_models()
+        .iter()
+        .filter(|app| only.is_empty() || only.iter().any(|o| app_name(app) == o))
+    {
+        let check = droid::sim::check::check(app).expect("droid-sim --check");
+        let ceiling: std::collections::BTreeSet<String> = check
+            .screens
+            .iter()
+            .filter(|s| s.reached && s.package == check.package)
+            .map(|s| s.screen.clone())
+            .collect();
+        let budget = per_screen * ceiling.len() as u64;
+        let run = explore::run_app(app, droid::decide::Decider::Heuristic, seed, budget);
+        let decisions: BTreeMap<u64, Vec<String>> = run
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                droid::events::Event::Decision(d) => Some((
+                    d.step.unwrap_or(0),
+                    d.actions
+                        .iter()
+                        .map(|a| a.action_desc.clone().unwrap_or_else(|| a.action.to_string()))
+                        .collect(),
+                )),
+                _ => None,
+            })
+            .collect();
+        println!(
+            "## {} (seed {seed}, {} steps, ended {}): {} of {}",
+            app_name(app),
+            run.observed.len(),
+            run.ended,
+            run.reached.intersection(&ceiling).count(),
+            ceiling.len()
+        );
+        if std::env::var_os("TRACE").is_some() {
+            let first: BTreeMap<u64, Vec<&String>> =
+                run.first_shown
+                    .iter()
+                    .fold(BTreeMap::new(), |mut by_step, (screen, step)| {
+                        by_step.entry(*step).or_default().push(screen);
+                        by_step
+                    });
+            for (step, (observation, shown)) in (1..).zip(&run.observed) {
+                let key = observation
+                    .hash
+                    .as_ref()
+                    .and_then(|h| h.screen_key.clone())
+                    .unwrap_or_default();
+                let new: Vec<&str> = first
+                    .get(&step)
+                    .map(|s| s.iter().map(|s| s.as_str()).collect())
+                    .unwrap_or_default();
+                println!(
+                    "  {step:>3} {shown} [{}] {} → new {}",
+                    key.rsplit('|').next().unwrap_or_default(),
+                    decisions.get(&step).map(|d| d.join("; ")).unwrap_or_default(),
+                    new.join(" ")
+                );
+            }
+        }
+        for walk in check.screens.iter().filter(|s| ceiling.contains(&s.screen)) {
+            if run.reached.contains(&walk.screen) {
+                continue;
+            }
+            let Some(last) = walk.path.last() else { continue };
+            let target = last
+                .target
+                .as_ref()
+                .map(|t| serde_json::to_string(t).unwrap_or_default())
+                .unwrap_or_default();
+            let visits: Vec<u64> = (1..)
+                .zip(&run.observed)
+                .filter(|(_, (_, shown))| *shown == last.from)
+                .map(|(step, _)| step)
+                .collect();
+            println!(
+                "- {} ← {} {target} on {} (shown {}: {} times)",
+                walk.screen,
+                last.action,
+                last.from,
+                if run.shown.contains(&last.from) { "yes" } else { "no" },
+                visits.len()
+            );
+            for step in visits.iter().take(6) {
+                let keyed = run.observed[(*step - 1) as usize]
+                    .0
+                    .hash
+                    .as_ref()
+                    .and_then(|h| h.screen_key.clone())
+                    .unwrap_or_default();
+                println!(
+                    "    step {step} [{}]: {}",
+                    keyed.rsplit('|').next().unwrap_or_default(),
+                    decisions.get(step).map(|d| d.join("; ")).unwrap_or_default()
+                );
+            }
+        }
+    }
+}
+
+/// The screens of `ceiling` a run missed that a recorded transition leads to from a screen the
+/// run showed: one move away when the exploration said it was complete.
+fn one_move_away(
+    model: &droid::sim::model::AppModel,
+    run: &explore::Run,
+    ceiling: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    use droid::sim::model::Destination;
+    let id = |index: usize| model.screen(index).id.clone();
+    let mut near: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for transition in model.transitions() {
+        let Destination::Screen(to) = transition.to else {
+            continue;
+        };
+        let (from, to) = (id(transition.from), id(to));
+        if run.shown.contains(&from) && ceiling.contains(&to) && !run.shown.contains(&to) {
+            near.insert(to);
+        }
+    }
+    near.into_iter().collect()
 }
 
 /// An app's ceiling counted in screens droid tells apart (see [`screen_keys`]).
@@ -1195,18 +1326,23 @@ fn model_observation(model: &droid::sim::model::AppModel, index: usize) -> Obser
 
 /// What an app model asks of an explorer that does not know it (see [`coverage`]).
 struct Demand {
-    reachable: usize,
-    /// Actions droid sees on the reachable screens: each screen's widgets and back.
+    /// The ceiling's screens.
+    screens: usize,
+    /// Actions droid sees on them: each screen's widgets and back.
     actions: usize,
-    /// The screens each screen is the last before on `droid-sim --check`'s shortest walks from
-    /// the start.
+    /// The ceiling's screens each screen is the last before on `droid-sim --check`'s shortest
+    /// walks from the start.
     opens: usize,
     /// Decisions a uniformly random order of each screen's actions takes, expected, to find the
     /// `k` of its `n` actions opening those screens: Σ k(n+1)/(k+1).
     uninformed: f64,
 }
 
-fn demand(app: &str, check: &droid::sim::check::Report) -> Demand {
+fn demand(
+    app: &str,
+    check: &droid::sim::check::Report,
+    ceiling: &std::collections::BTreeSet<String>,
+) -> Demand {
     let model = droid::sim::model::AppModel::load(app).expect("app model");
     // The screen each of `--check`'s walks reaches its screen from.
     let opener = |screen: &str| {
@@ -1214,21 +1350,18 @@ fn demand(app: &str, check: &droid::sim::check::Report) -> Demand {
         walk.path.last().map(|step| step.from.clone())
     };
     let mut demand = Demand {
-        reachable: check.reachable,
+        screens: ceiling.len(),
         actions: 0,
         opens: 0,
         uninformed: 0.0,
     };
-    for walk in &check.screens {
-        let index = model
-            .screen_index(&walk.screen)
-            .expect("a screen of the model");
+    for screen in ceiling {
+        let index = model.screen_index(screen).expect("a screen of the model");
         let observation = model_observation(&model, index);
         let n = droid::screen::Screen::of(&observation).widgets().len() + 1;
-        let opens = check
-            .screens
+        let opens = ceiling
             .iter()
-            .filter(|other| opener(&other.screen).as_deref() == Some(walk.screen.as_str()))
+            .filter(|other| opener(other).as_deref() == Some(screen.as_str()))
             .count();
         let k = opens.min(n);
         demand.actions += n;
@@ -1262,7 +1395,7 @@ fn runs_in_parallel(
     app: &str,
     decider: &droid::decide::Decider,
     seeds: u64,
-    per_screen: u64,
+    steps: u64,
 ) -> Vec<explore::Run> {
     let next = std::sync::atomic::AtomicU64::new(0);
     let runs = std::sync::Mutex::new(Vec::new());
@@ -1273,7 +1406,7 @@ fn runs_in_parallel(
                 if seed >= seeds {
                     break;
                 }
-                let run = explore::run_app(app, decider.clone(), seed, per_screen);
+                let run = explore::run_app(app, decider.clone(), seed, steps);
                 runs.lock().unwrap().push((seed, run));
             });
         }
@@ -1355,7 +1488,13 @@ fn identity() {
     ];
     let mut totals = vec![(0u64, 0u64, 0u64, 0u64); rules.len()];
     for app in &apps {
-        let run = explore::run_app(app, droid::decide::Decider::Heuristic, 0, 3);
+        let (_, reachable, _) = explore::model_facts(app);
+        let run = explore::run_app(
+            app,
+            droid::decide::Decider::Heuristic,
+            0,
+            3 * reachable.len() as u64,
+        );
         let (reachable, observed) = (run.reachable.len(), run.observed);
         let obs: Vec<Obs> = observed
             .into_iter()

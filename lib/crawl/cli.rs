@@ -42,6 +42,10 @@ pub struct CrawlArgs {
     /// With --sim: write the simulator's ground truth (screens shown, input received) here.
     #[arg(long, value_name = "FILE", requires = "sim")]
     pub sim_truth_log: Option<PathBuf>,
+    /// With --sim: fire the model's recorded moves only, none inferred from the same view on
+    /// the activity's other screens (see `droid-sim --help`).
+    #[arg(long, requires = "sim")]
+    pub sim_recorded_only: bool,
     /// Steps before the crawl ends [default: `config set max_steps`, DROID_MAX_STEPS, 15]
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u64>,
@@ -272,6 +276,7 @@ impl CrawlArgs {
             faults: self.sim_fault.clone(),
             latency: self.sim_latency,
             truth_log: self.sim_truth_log.clone(),
+            recorded_only: self.sim_recorded_only,
             ..SimConfig::new(model)
         })
     }

@@ -981,8 +981,8 @@ fn dfs_explores_a_bundled_app_and_backs_out_of_exhausted_screens() {
             })
             .collect()
     };
-    let run = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6);
-    let again = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6);
+    let run = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6 * 9);
+    let again = crate::explore::run_app("builtin:tiny", decide::Decider::Dfs, 0, 6 * 9);
     assert_eq!(actions(&run), actions(&again));
     assert!(run.reached.len() >= 5, "{:?}", run.reached);
     let exhausted = actions(&run)
@@ -1106,7 +1106,9 @@ fn going_round_a_cycle_without_finding_anything_stops_within_a_few_steps() {
 #[test]
 fn on_every_app_the_heuristic_repeats_itself_only_a_few_steps_in_a_row() {
     for app in crate::explore::app_models() {
-        let run = crate::explore::run_app(&app, decide::Decider::Heuristic, 0, 3);
+        let (_, reachable, _) = crate::explore::model_facts(&app);
+        let steps = 3 * reachable.len() as u64;
+        let run = crate::explore::run_app(&app, decide::Decider::Heuristic, 0, steps);
         let repeated = run.longest_repeat();
         assert!(
             repeated <= droid::decide::heuristic::CYCLE_STEPS,

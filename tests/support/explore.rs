@@ -18,26 +18,30 @@ use serde_json::Value;
 /// simulator's truth log: `(reached, reachable)`.
 #[allow(dead_code)]
 pub fn explore(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> (usize, usize) {
-    let run = run_app(app, decider, seed, steps_per_screen);
+    let (_, reachable, _) = model_facts(app);
+    let run = run_app(app, decider, seed, steps_per_screen * reachable.len() as u64);
     (run.reached.len(), run.reachable.len())
 }
 
 /// Every app model droid is measured on: the bundled ones and, when the shared fixtures are
-/// there (see [`droid::fixtures`]), the real apps among them.
+/// there (see [`droid::fixtures`]), every real app among them.
 #[allow(dead_code)]
 pub fn app_models() -> Vec<String> {
     let mut apps: Vec<String> = ["builtin:shop", "builtin:settings", "builtin:tiny"]
         .map(String::from)
         .to_vec();
-    let what = format!(
-        "the real apps' models in {}",
-        droid::fixtures::current_test()
-    );
+    let what = format!("the real apps' models in {}", droid::fixtures::current_test());
     if let Some(fixtures) = droid::fixtures::available(&what) {
-        for app in ["notes", "onelist", "agram", "aeondroid", "acrylic"] {
-            let model = fixtures.join("apps").join(app).join("model.json");
-            apps.push(model.display().to_string());
-        }
+        let mut real: Vec<String> = std::fs::read_dir(fixtures.join("apps"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path().join("model.json"))
+            .filter(|model| model.is_file())
+            .map(|model| model.display().to_string())
+            .collect();
+        real.sort();
+        apps.extend(real);
     }
     apps
 }
@@ -60,6 +64,11 @@ pub struct Run {
     pub events: Vec<Event>,
     /// Why the crawl ended (`run_ended`'s reason: `max_steps`, `explored`, ...).
     pub ended: String,
+    /// Every model screen the device showed (the truth log's screens).
+    pub shown: BTreeSet<String>,
+    /// Moves the simulator inferred (a view treated alike across its states), from the truth
+    /// log.
+    pub inferred: usize,
 }
 
 #[allow(dead_code)]
@@ -239,12 +248,11 @@ impl crawl::Listener for Watcher<'_> {
 }
 
 /// Explores an app model with droid-crawl's loop ([`crawl::crawl`], in process, as
-/// `droid-crawl` runs it) on a fresh simulator for `steps_per_screen` × (reachable screens)
-/// steps, or until the exploration says it is complete.
-pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> Run {
+/// `droid-crawl` runs it) on a fresh simulator for `steps` steps, or until the exploration says
+/// it is complete.
+pub fn run_app(app: &str, decider: Decider, seed: u64, steps: u64) -> Run {
     let (package, reachable, _) = model_facts(app);
     let own = own_screens(app);
-    let steps = steps_per_screen * reachable.len() as u64;
     with_sim(app, |device, truth, dir| {
         let config = crawl_config(&package, decider, seed, steps, dir);
         let mut watcher = Watcher {
@@ -267,6 +275,12 @@ pub fn run_app(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) ->
             observed: watcher.observed,
             events: watcher.events,
             ended: summary.reason,
+            shown: truth_lines(truth)
+                .filter_map(|v| v["screen"].as_str().map(str::to_string))
+                .collect(),
+            inferred: truth_lines(truth)
+                .filter(|v| v["inferred"] == Value::Bool(true))
+                .count(),
         }
     })
 }
@@ -299,6 +313,16 @@ fn note_shown(truth: &Path, read: usize, step: u64, first: &mut BTreeMap<String,
         }
     }
     lines.len()
+}
+
+/// The truth log's lines.
+fn truth_lines(truth: &Path) -> impl Iterator<Item = Value> {
+    std::fs::read_to_string(truth)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect::<Vec<_>>()
+        .into_iter()
 }
 
 /// The model screen the device shows now: the truth log's last screen line.

@@ -85,10 +85,10 @@ pub struct SimConfig {
 }
 
 impl SimConfig {
-    /// A device serving `app` as `emulator-5554` on a free port, no faults, no latency, firing
-    /// recorded transitions only, as the ceiling (`droid-sim --check`) that in-process
-    /// measurements compare with does; `recorded_only: false` adds the inferred moves the
-    /// `droid-sim` binary makes by default.
+    /// A device serving `app` as `emulator-5554` on a free port, no faults, no latency, treating
+    /// a view alike across its states as the `droid-sim` binary does by default (see
+    /// [`super::infer`]); `recorded_only: true` fires recorded transitions only, as the ceiling
+    /// (`droid-sim --check`) walks.
     pub fn new(app: impl Into<String>) -> SimConfig {
         SimConfig {
             app: app.into(),
@@ -98,7 +98,7 @@ impl SimConfig {
             faults: Vec::new(),
             truth_log: None,
             ime_adbkeyboard: false,
-            recorded_only: true,
+            recorded_only: false,
             max_connections: MAX_CONNECTIONS,
             request_deadline: REQUEST_DEADLINE,
         }
