@@ -16,7 +16,7 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum FaultError {
-    #[error("unknown fault {0:?} (known: disconnect-after:N[:SECS], dump-error:RATE, slow:MS, anr-on:SCREEN)")]
+    #[error("unknown fault {0:?} (known: disconnect-after:N[:SECS], dump-error:RATE, slow:MS, anr-on:SCREEN, crash-every:N)")]
     Unknown(String),
     #[error("fault {spec:?}: {reason}")]
     BadValue { spec: String, reason: String },
@@ -38,6 +38,9 @@ pub enum Fault {
     Slow(Duration),
     /// The app stops responding (ANR dialog) when this screen is shown.
     AnrOn(String),
+    /// A flaky crash: the model's crash transitions fire on their 1st, (N+1)th, (2N+1)th...
+    /// attempt (counted over the device's life, across launches); the others do nothing.
+    CrashEvery(u32),
 }
 
 impl FromStr for Fault {
@@ -90,6 +93,12 @@ impl FromStr for Fault {
                 Ok(Fault::Slow(Duration::from_millis(ms)))
             }
             "anr-on" if !value.is_empty() => Ok(Fault::AnrOn(value.to_string())),
+            "crash-every" => value
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(Fault::CrashEvery)
+                .ok_or_else(|| bad("N must be a whole number of attempts above 0")),
             "anr-on" => Err(bad("SCREEN must name a screen of the model")),
             _ => Err(FaultError::Unknown(spec.to_string())),
         }
@@ -153,6 +162,7 @@ pub struct Faults {
     dump_error_rate: f64,
     slow: Duration,
     anr_screen: Option<String>,
+    crash_every: Option<u32>,
     commands: AtomicU64,
     offline_until: Mutex<Option<Instant>>,
     rng: Mutex<ChaCha8Rng>,
@@ -174,6 +184,7 @@ impl Faults {
             dump_error_rate: 0.0,
             slow: Duration::ZERO,
             anr_screen: None,
+            crash_every: None,
             commands: AtomicU64::new(0),
             offline_until: Mutex::new(None),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(0x0D201D)),
@@ -186,6 +197,7 @@ impl Faults {
                 Fault::DumpError { rate } => faults.dump_error_rate = *rate,
                 Fault::Slow(extra) => faults.slow = *extra,
                 Fault::AnrOn(screen) => faults.anr_screen = Some(screen.clone()),
+                Fault::CrashEvery(n) => faults.crash_every = Some(*n),
             }
         }
         faults
@@ -194,6 +206,11 @@ impl Faults {
     /// The screen of `anr-on`, for the world.
     pub fn anr_screen(&self) -> Option<String> {
         self.anr_screen.clone()
+    }
+
+    /// `crash-every:N`'s N, for the world.
+    pub fn crash_every(&self) -> Option<u32> {
+        self.crash_every
     }
 
     /// Extra time every device command takes (`slow:MS`).
@@ -277,11 +294,13 @@ mod tests {
             Ok(Fault::Slow(Duration::from_millis(300)))
         );
         assert_eq!("anr-on:cart".parse(), Ok(Fault::AnrOn("cart".into())));
+        assert_eq!("crash-every:2".parse(), Ok(Fault::CrashEvery(2)));
         for bad in [
             "dump-error:2",
             "disconnect-after:0",
             "slow:x",
             "anr-on:",
+            "crash-every:0",
             "nope:1",
             "slow",
         ] {

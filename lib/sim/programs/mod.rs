@@ -132,6 +132,7 @@ impl Phone {
     pub fn new(world: World, faults: Faults, latency: Latency, serial: String) -> Phone {
         let mut world = world;
         world.set_anr_screen(faults.anr_screen());
+        world.set_crash_every(faults.crash_every());
         let mut storage = super::shell::FileSystem::default();
         let apks = packages::apk_files(world.model(), &world.installed_packages(), |p| {
             world.is_system_package(p)

@@ -164,6 +164,9 @@ pub struct World {
     next_pid: u32,
     anr_screen: Option<String>,
     anr_showing: bool,
+    /// `crash-every:N`: N, and the crash transitions attempted so far.
+    crash_every: Option<u32>,
+    crash_attempts: u32,
     imes_enabled: BTreeSet<String>,
     ime_current: String,
     /// What the truth log last recorded as shown, to log each change once.
@@ -184,6 +187,8 @@ impl World {
             next_pid: FIRST_PID,
             anr_screen: None,
             anr_showing: false,
+            crash_every: None,
+            crash_attempts: 0,
             imes_enabled: BTreeSet::from([LATIN_IME.to_string()]),
             ime_current: LATIN_IME.to_string(),
             last_shown: None,

@@ -274,7 +274,18 @@ impl World {
         }
     }
 
+    /// Fault `crash-every:N`: crash transitions fire on their 1st, (N+1)th, ... attempt.
+    pub fn set_crash_every(&mut self, every: Option<u32>) {
+        self.crash_every = every;
+    }
+
     pub(super) fn crash(&mut self, exception: &str) {
+        if let Some(every) = self.crash_every {
+            self.crash_attempts += 1;
+            if !(self.crash_attempts - 1).is_multiple_of(every) {
+                return;
+            }
+        }
         let package = self.model.package().to_string();
         let pid = self.pid(&package).unwrap_or(self.next_pid);
         let activity = self
