@@ -76,6 +76,58 @@ pub struct AnrData {
     pub recovered: bool,
 }
 
+/// The kind of the note that carries a [`MinimisedData`].
+pub const MINIMISED_NOTE: &str = "minimised";
+
+/// `data` of a `note` of kind `minimised`: a crash's or an ANR's steps cut down to those it
+/// needs by replaying shorter subsequences of them (delta debugging), and how often the result
+/// reproduced it. Written into the run whose failure it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MinimisedData {
+    /// `crash` or `anr`.
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub signature: String,
+    /// `java.lang.IllegalStateException: cache directory is locked`, `ANR: ...`.
+    #[serde(default)]
+    pub title: String,
+    /// The steps since the launch of the occurrence minimised.
+    #[serde(default)]
+    pub steps_before: usize,
+    /// The steps left, as the run recorded them.
+    #[serde(default)]
+    pub minimal_steps: Vec<ReproStep>,
+    /// Removing any one of the steps left was tried and no longer reproduced the failure.
+    #[serde(default)]
+    pub one_minimal: bool,
+    /// 1-minimal and reproduced by every verifying replay.
+    #[serde(default)]
+    pub minimal: bool,
+    /// Why minimising stopped early: `budget` or `interrupted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<String>,
+    /// Replays spent minimising (verification not counted), and the seconds they took.
+    #[serde(default)]
+    pub replays: u32,
+    #[serde(default)]
+    pub seconds: f64,
+    /// Replays of the result from a fresh launch, and how many reproduced the failure.
+    #[serde(default)]
+    pub verify_replays: u32,
+    #[serde(default)]
+    pub reproduced: u32,
+    /// `reproduced` (k = N), `flaky` (0 < k < N), `not_reproduced` (k = 0), `unverified`.
+    #[serde(default)]
+    pub verdict: String,
+    /// The verifying replays' runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_runs: Vec<String>,
+    /// The exported files (`maestro`, `shell`, `events`), relative to the run's session folder.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub exports: std::collections::BTreeMap<String, String>,
+}
+
 /// Removes the logcat prefix of a line (threadtime, brief, tag or Studio style), keeping what the
 /// app or the system wrote. `None` when the line has no prefix.
 fn strip_prefix(line: &str) -> Option<&str> {

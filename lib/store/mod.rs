@@ -268,11 +268,13 @@ impl Store {
             .ok_or_else(|| Error::NoRun(run.to_string()))
     }
 
-    /// The newest run (by start), for `latest`.
+    /// The newest run (by start), for `latest`: a crawl, or a replay asked for, never one of
+    /// a minimisation's replays.
     pub fn latest_run(&self) -> Result<Option<String>> {
         self.conn
             .query_row(
-                "SELECT run_key FROM runs ORDER BY start_time DESC, id DESC LIMIT 1",
+                "SELECT run_key FROM runs WHERE COALESCE(replay_purpose, 'replay') = 'replay'
+                 ORDER BY start_time DESC, id DESC LIMIT 1",
                 [],
                 |r| r.get(0),
             )

@@ -118,11 +118,19 @@ impl Projector {
     ) -> Result<()> {
         match event {
             Event::RunStarted(e) => {
+                // A replay says so (`kind`, and `replay.of` / `replay.purpose`); any other run
+                // is a crawl.
+                let text = |value: Option<&serde_json::Value>| {
+                    value.and_then(|v| v.as_str()).map(str::to_string)
+                };
+                let kind = text(e.extra.get("kind")).unwrap_or_else(|| "crawl".into());
+                let replay = e.extra.get("replay");
                 conn.execute(
                     "UPDATE runs SET device_id = COALESCE(?2, device_id),
                      app_package = COALESCE(?3, app_package), start_time = COALESCE(?4, start_time),
                      ai_provider = COALESCE(?5, ai_provider), ai_model = COALESCE(?6, ai_model),
-                     session_path = COALESCE(?7, session_path) WHERE id = ?1",
+                     session_path = COALESCE(?7, session_path), kind = ?8, replay_of = ?9,
+                     replay_purpose = ?10 WHERE id = ?1",
                     params![
                         run_id,
                         e.device,
@@ -130,7 +138,10 @@ impl Projector {
                         e.ts,
                         e.decider,
                         e.model,
-                        e.session_dir
+                        e.session_dir,
+                        kind,
+                        text(replay.and_then(|r| r.get("of"))),
+                        text(replay.and_then(|r| r.get("purpose")))
                     ],
                 )
                 .ctx("projecting run_started")?;
@@ -157,6 +168,9 @@ impl Projector {
             }
             Event::Note(note) if matches!(note.kind, NoteKind::Crash | NoteKind::Anr) => {
                 record_crash(conn, run_id, note, seq)?
+            }
+            Event::Note(note) if note.kind.as_str() == crate::crash::MINIMISED_NOTE => {
+                record_minimisation(conn, run_id, note, seq)?
             }
             Event::Note(_) => {}
         }
@@ -655,6 +669,40 @@ fn record_ai(
         ])
     })
     .ctx("recording an AI interaction")?;
+    Ok(())
+}
+
+/// One `minimisations` row for a note of kind `minimised` (its `data` kept whole).
+fn record_minimisation(conn: &Connection, run_id: i64, note: &Note, seq: i64) -> Result<()> {
+    let data = note.data.clone().unwrap_or_default();
+    let m: crate::crash::MinimisedData = serde_json::from_value(data.clone()).unwrap_or_default();
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO minimisations (run_id, ts, kind, signature, steps_before, steps,
+         one_minimal, minimal, halted, replays, seconds, verify_replays, reproduced, verdict,
+         data_json, source_run_seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            run_id,
+            note.ts,
+            m.kind,
+            m.signature,
+            m.steps_before as i64,
+            m.minimal_steps.len() as i64,
+            m.one_minimal,
+            m.minimal,
+            m.halted,
+            m.replays,
+            m.seconds,
+            m.verify_replays,
+            m.reproduced,
+            m.verdict,
+            data.to_string(),
+            seq
+        ])
+    })
+    .ctx("recording a minimisation")?;
     Ok(())
 }
 

@@ -21,6 +21,11 @@ pub struct RunRow {
     pub ai_provider: Option<String>,
     pub ai_model: Option<String>,
     pub session_path: Option<String>,
+    /// `crawl` or `replay`.
+    pub kind: String,
+    /// A replay's: the run it replays, and why (`replay`, `minimise`, `verify`).
+    pub replay_of: Option<String>,
+    pub replay_purpose: Option<String>,
     pub started: Option<Value>,
     pub ended: Option<Value>,
 }
@@ -115,7 +120,8 @@ impl Store {
             .conn
             .query_row(
                 "SELECT run_key, device_id, app_package, start_activity, start_time, end_time,
-                 status, ai_provider, ai_model, session_path FROM runs WHERE id = ?1",
+                 status, ai_provider, ai_model, session_path, kind, replay_of, replay_purpose
+                 FROM runs WHERE id = ?1",
                 [run_id],
                 |r| {
                     Ok(RunRow {
@@ -129,6 +135,9 @@ impl Store {
                         ai_provider: r.get(7)?,
                         ai_model: r.get(8)?,
                         session_path: r.get(9)?,
+                        kind: r.get(10)?,
+                        replay_of: r.get(11)?,
+                        replay_purpose: r.get(12)?,
                         started: None,
                         ended: None,
                     })
@@ -311,6 +320,30 @@ impl Store {
             })
             .ctx("reading notes")?;
         rows.collect::<rusqlite::Result<_>>().ctx("reading notes")
+    }
+
+    /// The minimisations of the run's crashes and ANRs (`minimised` notes), the newest of each
+    /// signature, in the order they were recorded.
+    pub fn run_minimisations(&self, run: &str) -> Result<Vec<crate::crash::MinimisedData>> {
+        let run_id = self.run_row_id(run)?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT data_json FROM minimisations m WHERE run_id = ?1 AND source_run_seq =
+                   (SELECT MAX(source_run_seq) FROM minimisations
+                    WHERE run_id = m.run_id AND kind = m.kind AND signature = m.signature)
+                 ORDER BY source_run_seq",
+            )
+            .ctx("reading minimisations")?;
+        let rows = stmt
+            .query_map([run_id], |r| r.get::<_, String>(0))
+            .ctx("reading minimisations")?;
+        let mut found = Vec::new();
+        for json in rows {
+            let json = json.ctx("reading minimisations")?;
+            found.extend(serde_json::from_str(&json).ok());
+        }
+        Ok(found)
     }
 
     /// The run's crashes and ANRs, in the order they were recorded.

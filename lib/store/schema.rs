@@ -7,7 +7,8 @@
 //! keyed by deterministic ids. Migration 4 indexes event times per run, so `run_stats`' duration
 //! does not read every event's JSON to reach its `ts`. Migration 5 adds `crashes`, the crash and
 //! ANR notes the reports group by signature. Migration 6 counts the decisions the heuristic made
-//! because a model failed. A database is never downgraded: one with a newer version than
+//! because a model failed. Migration 7 tells replays from crawls (`runs.kind`, the run a replay
+//! replays and why) and keeps the minimisations of crashes and ANRs. A database is never downgraded: one with a newer version than
 //! [`LATEST`] is refused.
 
 /// Migrations in order; migration `i` brings the schema from version `i` to `i + 1`.
@@ -18,6 +19,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     EVENT_TIMES,
     CRASHES,
     FALLBACKS,
+    REPLAYS,
 ];
 
 /// The schema version this build writes.
@@ -286,8 +288,40 @@ const FALLBACKS: &str = r#"
 ALTER TABLE run_stats ADD COLUMN heuristic_fallback_count INTEGER DEFAULT 0;
 "#;
 
+// Replays are runs too: what kind of run, the run a replay replays and why (`replay` asked for,
+// `minimise` a test of a minimisation, `verify` one of its verifying replays); and one row per
+// `minimised` note.
+const REPLAYS: &str = r#"
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'crawl';
+ALTER TABLE runs ADD COLUMN replay_of TEXT;
+ALTER TABLE runs ADD COLUMN replay_purpose TEXT;
+CREATE INDEX idx_runs_replay_of ON runs(replay_of);
+CREATE TABLE minimisations (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ts TEXT,
+    kind TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    steps_before INTEGER NOT NULL,
+    steps INTEGER NOT NULL,
+    one_minimal BOOLEAN NOT NULL DEFAULT 0,
+    minimal BOOLEAN NOT NULL DEFAULT 0,
+    halted TEXT,
+    replays INTEGER NOT NULL DEFAULT 0,
+    seconds REAL,
+    verify_replays INTEGER NOT NULL DEFAULT 0,
+    reproduced INTEGER NOT NULL DEFAULT 0,
+    verdict TEXT NOT NULL,
+    data_json TEXT NOT NULL,
+    source_run_seq INTEGER NOT NULL,
+    UNIQUE(run_id, source_run_seq)
+);
+CREATE INDEX idx_minimisations_run ON minimisations(run_id, kind, signature);
+"#;
+
 /// Tables derived from `run_events`; `rebuild` empties them (children first) and re-projects.
 pub(crate) const PROJECTION_TABLES: &[&str] = &[
+    "minimisations",
     "crashes",
     "action_execution_coverage",
     "edges",

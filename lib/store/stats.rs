@@ -87,8 +87,10 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
               WHERE run_id = ?1 GROUP BY step_number) WHERE ok = 1),
            (SELECT COUNT(*) FROM (SELECT MIN(execution_success) ok FROM step_logs
               WHERE run_id = ?1 GROUP BY step_number) WHERE ok = 0),
-           (SELECT (julianday(MAX(ts)) - julianday(MIN(ts))) * 86400.0 FROM run_events
-              WHERE run_id = ?1 AND ts IS NOT NULL AND ts <> '')")?;
+           (SELECT (julianday(COALESCE(
+                (SELECT MAX(ts) FROM run_events WHERE run_id = ?1 AND type = 'run_ended'
+                   AND ts IS NOT NULL AND ts <> ''), MAX(ts))) - julianday(MIN(ts))) * 86400.0
+              FROM run_events WHERE run_id = ?1 AND ts IS NOT NULL AND ts <> '')")?;
     let steps = as_i64(&progress[0]);
     let duration = as_f64(&progress[3]);
     fields.push((Statistic::TotalSteps, progress[0].clone()));
