@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::crash::ReproStep;
+use crate::crash::{MinimisedData, ReproStep};
 pub use crate::store::statistic::{Group, Statistic};
 use crate::store::{CrashRow, JournalEntry, NoteRow, RunRow, Store};
 
@@ -36,6 +36,11 @@ pub struct RunInfo {
     pub duration_seconds: f64,
     pub max_steps: Option<u64>,
     pub max_duration_secs: Option<u64>,
+    /// `crawl` or `replay`.
+    pub kind: String,
+    /// A replay's: the run it replays, and why (`replay`, `minimise`, `verify`).
+    pub replay_of: Option<String>,
+    pub replay_purpose: Option<String>,
 }
 
 impl RunInfo {
@@ -135,6 +140,46 @@ pub struct CrashGroup {
     /// The first occurrence's stack trace or ANR block, as logcat printed it.
     pub trace: String,
     pub occurrences: Vec<Occurrence>,
+    /// Its steps cut down by replays, when the run's failures were minimised.
+    pub minimised: Option<Minimised>,
+}
+
+/// A crash's or an ANR's steps cut down by replays from a fresh launch (`droid::repro`): the
+/// `minimised` note's data, and its exported files found on disk.
+#[derive(Debug, Clone, Serialize)]
+pub struct Minimised {
+    #[serde(flatten)]
+    pub data: MinimisedData,
+    /// The exported files that exist, by what they are (`maestro`, `shell`, `events`).
+    pub files: BTreeMap<String, PathBuf>,
+}
+
+impl Minimised {
+    /// `10 steps (from 20), 1-minimal; reproduced 3 of 3 (reproduced); 89 replays, 9.2 s`.
+    pub fn summary(&self) -> String {
+        let m = &self.data;
+        let shape = match (m.one_minimal, m.halted.as_deref()) {
+            (true, _) => "1-minimal".to_string(),
+            (false, Some(halt)) => format!("stopped ({halt})"),
+            (false, None) => "as recorded".to_string(),
+        };
+        let verdict = match m.verdict.as_str() {
+            "unverified" => "unverified".to_string(),
+            verdict => format!(
+                "reproduced {} of {} ({})",
+                m.reproduced,
+                m.verify_replays,
+                verdict.replace('_', " ")
+            ),
+        };
+        format!(
+            "{} steps (from {}), {shape}; {verdict}; {} replays, {:.1} s",
+            m.minimal_steps.len(),
+            m.steps_before,
+            m.replays,
+            m.seconds
+        )
+    }
 }
 
 impl CrashGroup {
@@ -265,7 +310,23 @@ impl Report {
             })
             .collect();
         let steps = steps(store, &run, &base)?;
-        let crashes = group_crashes(store.run_crashes(&run)?, &base);
+        let mut crashes = group_crashes(store.run_crashes(&run)?, &base);
+        for minimised in store.run_minimisations(&run)? {
+            let group = crashes
+                .iter_mut()
+                .find(|g| g.kind == minimised.kind && g.signature == minimised.signature);
+            if let Some(group) = group {
+                let files = minimised
+                    .exports
+                    .iter()
+                    .filter_map(|(what, path)| Some((what.clone(), base.resolve(Some(path))?)))
+                    .collect();
+                group.minimised = Some(Minimised {
+                    data: minimised,
+                    files,
+                });
+            }
+        }
         let coverage = coverage(&screens, &steps);
         let info = run_info(&row, &stored, &notes);
         let run_stats = run_stats(stored, &info, &screens, &transitions, &notes, &coverage);
@@ -433,6 +494,9 @@ fn run_info(row: &RunRow, stats: &Map<String, Value>, notes: &[NoteRow]) -> RunI
             .unwrap_or(0.0),
         max_steps: limit("max_steps"),
         max_duration_secs: limit("max_duration_secs"),
+        kind: row.kind.clone(),
+        replay_of: row.replay_of.clone(),
+        replay_purpose: row.replay_purpose.clone(),
     }
 }
 
@@ -510,6 +574,7 @@ fn group_crashes(rows: Vec<CrashRow>, base: &Bases) -> Vec<CrashGroup> {
                     signature_frames: row.signature_frames,
                     trace: row.trace.unwrap_or_default(),
                     occurrences: vec![occurrence],
+                    minimised: None,
                 });
             }
         }

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use base64::Engine;
 
-use super::data::{show, CrashGroup, Group, Report, Statistic};
+use super::data::{show, CrashGroup, Group, Minimised, Report, Statistic};
 use super::graph::Layout;
 use super::junit::escape;
 use super::thumbnail;
@@ -215,19 +215,27 @@ impl Page {
                 escape(&group.signature),
                 escape(&occurrence_steps(group))
             );
+            if let Some(minimised) = &group.minimised {
+                self.minimal_steps(minimised);
+            }
             if let Some(first) = group.occurrences.first() {
                 if !first.repro_steps.is_empty() {
-                    self.body
-                        .push_str("<b>Steps to reproduce</b> (from the app's launch)<ol>");
-                    for step in &first.repro_steps {
+                    // With a minimal path, the whole one is folded away.
+                    let folded = group.minimised.is_some();
+                    if folded {
                         let _ = write!(
                             self.body,
-                            "<li>{} <span class=\"label\">step {}</span></li>",
-                            escape(&clean(&step.action)),
-                            step.step
+                            "<details><summary>All {} steps since the app's launch</summary>",
+                            first.repro_steps.len()
                         );
+                    } else {
+                        self.body
+                            .push_str("<b>Steps to reproduce</b> (from the app's launch)");
                     }
-                    self.body.push_str("</ol>");
+                    self.steps_list(&first.repro_steps);
+                    if folded {
+                        self.body.push_str("</details>");
+                    }
                 }
             }
             let _ = write!(
@@ -388,6 +396,65 @@ impl Page {
             );
         }
         self.body.push_str("</table>");
+    }
+
+    /// A crash's minimal path: its verdict, its steps, its exports.
+    fn minimal_steps(&mut self, minimised: &Minimised) {
+        let m = &minimised.data;
+        let class = match m.verdict.as_str() {
+            "reproduced" => "ok",
+            "flaky" | "unverified" => "warn",
+            _ => "bad",
+        };
+        let verdict = match (m.verdict.as_str(), m.minimal) {
+            ("reproduced", true) => "minimal".to_string(),
+            (verdict, _) => verdict.replace('_', " "),
+        };
+        let _ = write!(
+            self.body,
+            "<div class=\"minimal\"><b>Minimal steps</b><span class=\"badge {class}\">{}</span> \
+             <span class=\"label\">{}</span>",
+            escape(&verdict),
+            escape(&minimised.summary())
+        );
+        self.steps_list(&m.minimal_steps);
+        if !minimised.files.is_empty() {
+            self.body.push_str("<div class=\"label\">Exported: ");
+            let links: Vec<String> = minimised
+                .files
+                .iter()
+                .map(|(what, path)| {
+                    let name = match what.as_str() {
+                        "maestro" => "Maestro flow",
+                        "shell" => "adb shell script",
+                        "events" => "events for droid-crawl replay",
+                        other => other,
+                    };
+                    let href = m.exports.get(what).cloned().unwrap_or_default();
+                    format!(
+                        "<a href=\"{}\">{name}</a> <code>{}</code>",
+                        escape(&href),
+                        escape(&clean(&path.display().to_string()))
+                    )
+                })
+                .collect();
+            self.body.push_str(&links.join(" &middot; "));
+            self.body.push_str("</div>");
+        }
+        self.body.push_str("</div>");
+    }
+
+    fn steps_list(&mut self, steps: &[crate::crash::ReproStep]) {
+        self.body.push_str("<ol>");
+        for step in steps {
+            let _ = write!(
+                self.body,
+                "<li>{} <span class=\"label\">step {}</span></li>",
+                escape(&clean(&step.action)),
+                step.step
+            );
+        }
+        self.body.push_str("</ol>");
     }
 
     fn files(&mut self, report: &Report) {

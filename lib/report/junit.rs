@@ -64,6 +64,21 @@ fn failure_text(group: &CrashGroup) -> String {
             }
         );
     }
+    if let Some(minimised) = &group.minimised {
+        let _ = writeln!(text, "minimal steps: {}", minimised.summary());
+        for (i, step) in minimised.data.minimal_steps.iter().enumerate() {
+            let _ = writeln!(
+                text,
+                "{}. {} (step {})",
+                i + 1,
+                clean(&step.action),
+                step.step
+            );
+        }
+        for (what, path) in &minimised.files {
+            let _ = writeln!(text, "{what}: {}", path.display());
+        }
+    }
     if let Some(first) = group.occurrences.first() {
         if !first.repro_steps.is_empty() {
             text.push_str("steps to reproduce (from the app's launch):\n");

@@ -38,6 +38,10 @@ pub fn render(report: &Report) -> String {
         (None, _) => "-".into(),
     };
     out.field("Decider", &decider);
+    if let Some(of) = &run.replay_of {
+        let purpose = run.replay_purpose.as_deref().unwrap_or("replay");
+        out.field("Replay", &format!("of run {of} ({purpose})"));
+    }
     out.field(
         "Time",
         &format!(
@@ -157,6 +161,18 @@ pub fn render(report: &Report) -> String {
             );
             for frame in &group.signature_frames {
                 out.wrapped("       at ", &clean(frame));
+            }
+            if let Some(minimised) = &group.minimised {
+                out.wrapped("       minimal path: ", &minimised.summary());
+                for (i, step) in minimised.data.minimal_steps.iter().enumerate() {
+                    out.wrapped(
+                        &format!("       {:>3}. ", i + 1),
+                        &format!("{} (step {})", clean(&step.action), step.step),
+                    );
+                }
+                for (what, path) in &minimised.files {
+                    out.line(&format!("       {what:<8} {}", path.display()));
+                }
             }
         }
     }
