@@ -3,12 +3,12 @@
 
 mod common;
 
-use std::io::{self, Write};
+use std::io;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use droid::crawl::cli::{CrawlArgs, CrawlCommand, MobsfArgs};
+use droid::crawl::cli::{CrawlArgs, CrawlCommand};
 use droid::crawl::{self, control};
 use droid::decide::cli::{DeciderArgs, ENVIRONMENT};
 use droid::device::{cli::DeviceArgs, AdbDevice};
@@ -22,6 +22,10 @@ const EXAMPLES: &str = "Examples:
   droid-crawl -p com.example.app --decide-cmd \"python3 my_agent.py\"
   droid-crawl -p com.example.app --video --pcap --mobsf http://localhost:8000
   droid-crawl mobsf --run RUN                           (MobSF for a past run's APK)
+  droid-crawl replay --run RUN --crash SIGNATURE        (a crash's steps again, from a fresh launch)
+  droid-crawl replay --events repro/crash-SIG.events.jsonl --sim builtin:shop
+  droid-crawl minimise --run RUN --minimise-budget 90s  (a past run's crashes and ANRs)
+  droid-crawl --sim builtin:shop --no-minimise          (crashes as found, no replays)
   droid-crawl pause; droid-crawl resume; droid-crawl stop --run RUN   (from another terminal)
   droid-crawl config secret gemini_api_key < key.txt
 Exit status: 0 when the crawl ended by its limits, its task or the user; 1 when it ended with
@@ -39,8 +43,11 @@ heuristic, the random or dfs baselines, or an LLM), acts, recognises screens, su
 a device that goes away, and records every step in crawler.db and a session folder \
 (OUT/DEVICE_PACKAGE_DDMM_HHMM: screenshots, events.jsonl, logs/crawler.log, report.pdf, \
 report.html). It ends at --max-steps, at --max-duration, or once the heuristic has explored \
-everything it found. Every event goes to stdout as a JSON line; people's messages and the \
-summary to stderr.",
+everything it found. Then each distinct crash and ANR is minimised: its steps since launch are \
+replayed in shorter subsequences from a fresh launch (delta debugging) until no step can go, the \
+result is verified by --verify more replays and exported (SESSION/repro/: a Maestro flow, a \
+shell script of adb commands, the events `replay` takes). Every event goes to stdout as a JSON \
+line; people's messages and the summary to stderr.",
     after_help = format!("{EXAMPLES}{ENVIRONMENT}"),
     args_conflicts_with_subcommands = true
 )]
@@ -65,11 +72,24 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (verbose, quiet) = (args.verbose, args.quiet);
     let command = match args.command {
         Some(CrawlCommand::Pause(target)) => (control::Command::Pause, target),
         Some(CrawlCommand::Resume(target)) => (control::Command::Resume, target),
         Some(CrawlCommand::Stop(target)) => (control::Command::Stop, target),
-        Some(CrawlCommand::Mobsf(mobsf)) => return analyse(mobsf),
+        Some(CrawlCommand::Mobsf(mobsf)) => {
+            return common::console::watched(verbose, quiet, |_, console| Ok(mobsf.watch(console)?))
+        }
+        Some(CrawlCommand::Replay(replay)) => {
+            return common::console::watched(verbose, quiet, |stop, console| {
+                Ok(replay.watch(stop, console)?)
+            })
+        }
+        Some(CrawlCommand::Minimise(minimise)) => {
+            return common::console::watched(verbose, quiet, |stop, console| {
+                Ok(minimise.watch(stop, console)?)
+            })
+        }
         Some(CrawlCommand::Config { config_db, command }) => {
             return common::configure("droid-crawl", config_db, command)
         }
@@ -82,32 +102,6 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         &format!("asked run {run} to {}", command.as_str()),
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// `droid-crawl mobsf --run ID`: the notes on stdout and said on stderr.
-fn analyse(args: MobsfArgs) -> anyhow::Result<ExitCode> {
-    let notes = args.analyse()?;
-    let mut failed = false;
-    let mut stdout = io::stdout().lock();
-    for note in notes {
-        writeln!(
-            stdout,
-            "{}",
-            droid::events::Event::Note(note.clone()).to_line()
-        )?;
-        failed |= droid::integrations::artifact_failed(&note);
-        let message = note.message.unwrap_or_default();
-        common::say("droid-crawl", &message);
-    }
-    let run = &args.run;
-    common::say(
-        "droid-crawl",
-        &format!("recorded into run {run}; `droid-report --run {run}` shows it"),
-    );
-    Ok(match failed {
-        true => ExitCode::from(1),
-        false => ExitCode::SUCCESS,
-    })
 }
 
 fn crawl(
@@ -133,7 +127,8 @@ fn crawl(
     let mut config = args.config(package, decide, act, stop, &mut settings)?;
     args.add_integrations(&mut config, &mut settings)?;
     let mut console = common::console::Console::new(io::stdout().lock(), verbose, quiet);
-    let summary = crawl::crawl(config, &device, &mut console)?;
+    let minimise = args.minimise();
+    let summary = crawl::crawl_and_minimise(config, minimise.as_ref(), &device, &mut console)?;
     console.finish();
     let text = droid::report::text_summary(&args.db, &summary.run_id)
         .unwrap_or_else(|error| format!("(no summary: {error})\n"));

@@ -20,6 +20,7 @@ pub mod hash;
 pub mod integrations;
 pub mod record;
 pub mod report;
+pub mod repro;
 pub mod screen;
 pub mod secret;
 pub mod session;

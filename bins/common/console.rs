@@ -4,9 +4,11 @@
 #![allow(dead_code)] // Only droid-crawl watches a crawl.
 
 use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::{atomic::AtomicBool, Arc};
 use std::time::Duration;
 
-use droid::crawl::{Level, Listener, Progress};
+use droid::crawl::{control, Level, Listener, Minimising, Progress};
 use droid::events::Event;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -53,6 +55,24 @@ impl<O: Write> Console<O> {
     }
 }
 
+/// A subcommand watched like a crawl (events on stdout, messages on stderr, Ctrl-C stops),
+/// ending with its one-line summary on stderr; exit 1 unless it went as it should.
+pub fn watched(
+    verbose: u8,
+    quiet: u8,
+    work: impl FnOnce(Arc<AtomicBool>, &mut dyn Listener) -> anyhow::Result<(String, bool)>,
+) -> anyhow::Result<ExitCode> {
+    let stop = control::stop_on_signals()?;
+    let mut console = Console::new(std::io::stdout().lock(), verbose, quiet);
+    let (summary, well) = work(stop, &mut console)?;
+    console.finish();
+    super::say("droid-crawl", &summary);
+    Ok(match well {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
+    })
+}
+
 impl<O: Write> Listener for Console<O> {
     fn event(&mut self, event: &Event) {
         if self.out_closed {
@@ -87,6 +107,21 @@ impl<O: Write> Listener for Console<O> {
             progress.crashes,
             progress.model_calls,
             if progress.paused { " (paused)" } else { "" }
+        ));
+    }
+
+    fn minimising(&mut self, minimising: &Minimising) {
+        let Some(bar) = &self.bar else { return };
+        bar.set_length(0);
+        bar.set_position(0);
+        bar.set_message(format!(
+            "{} {} of {}: {} steps → {}, {} replays",
+            minimising.phase,
+            minimising.failure,
+            minimising.failures,
+            minimising.steps_before,
+            minimising.steps_now,
+            minimising.replays
         ));
     }
 }

@@ -29,23 +29,8 @@ pub struct CrawlArgs {
         required_unless_present = "sim"
     )]
     pub package: Option<String>,
-    /// Crawl a simulated device serving this app model (`builtin:shop`, a MODEL.json),
-    /// started in-process: no phone needed.
-    #[arg(long, value_name = "MODEL")]
-    pub sim: Option<String>,
-    /// With --sim: a fault to inject (repeatable; see `droid-sim --help`).
-    #[arg(long, value_name = "SPEC", requires = "sim")]
-    pub sim_fault: Vec<Fault>,
-    /// With --sim: `none`, or `realistic` for a real device's delays.
-    #[arg(long, value_name = "MODEL", requires = "sim", default_value = "none")]
-    pub sim_latency: Latency,
-    /// With --sim: write the simulator's ground truth (screens shown, input received) here.
-    #[arg(long, value_name = "FILE", requires = "sim")]
-    pub sim_truth_log: Option<PathBuf>,
-    /// With --sim: fire the model's recorded moves only, none inferred from the same view on
-    /// the activity's other screens (see `droid-sim --help`).
-    #[arg(long, requires = "sim")]
-    pub sim_recorded_only: bool,
+    #[command(flatten)]
+    pub sim: SimArgs,
     /// Steps before the crawl ends [default: `config set max_steps`, DROID_MAX_STEPS, 15]
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u64>,
@@ -109,6 +94,98 @@ pub struct CrawlArgs {
     /// MobSF's API key [default: `config secret mobsf_api_key`, MOBSF_API_KEY]
     #[arg(long, value_name = "KEY", help_heading = "Integrations")]
     pub mobsf_api_key: Option<String>,
+    /// After the crawl, leave its crashes and ANRs as found: no minimising replays.
+    #[arg(long, help_heading = "Crashes")]
+    pub no_minimise: bool,
+    #[command(flatten, next_help_heading = "Crashes")]
+    pub minimising: MinimiseArgs,
+}
+
+/// A simulated device started in-process (`--sim`) instead of a device attached.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SimArgs {
+    /// Use a simulated device serving this app model (`builtin:shop`, a MODEL.json),
+    /// started in-process: no phone needed.
+    #[arg(long, value_name = "MODEL")]
+    pub sim: Option<String>,
+    /// With --sim: a fault to inject (repeatable; see `droid-sim --help`).
+    #[arg(long, value_name = "SPEC", requires = "sim")]
+    pub sim_fault: Vec<Fault>,
+    /// With --sim: `none`, or `realistic` for a real device's delays.
+    #[arg(long, value_name = "MODEL", requires = "sim", default_value = "none")]
+    pub sim_latency: Latency,
+    /// With --sim: write the simulator's ground truth (screens shown, input received) here.
+    #[arg(long, value_name = "FILE", requires = "sim")]
+    pub sim_truth_log: Option<PathBuf>,
+    /// With --sim: fire the model's recorded moves only, none inferred from the same view on
+    /// the activity's other screens (see `droid-sim --help`).
+    #[arg(long, requires = "sim")]
+    pub sim_recorded_only: bool,
+}
+
+impl SimArgs {
+    /// The in-process simulator `--sim` asks for.
+    pub fn sim_config(&self) -> Option<SimConfig> {
+        let model = self.sim.clone()?;
+        Some(SimConfig {
+            faults: self.sim_fault.clone(),
+            latency: self.sim_latency,
+            truth_log: self.sim_truth_log.clone(),
+            recorded_only: self.sim_recorded_only,
+            ..SimConfig::new(model)
+        })
+    }
+
+    /// The app and the device: the simulator `--sim` starts in-process (returned, to keep it
+    /// serving) and its app unless `package` names another, else the device `device`'s flags
+    /// name (the environment's ADB settings filling in) and `package`.
+    pub fn device(
+        &self,
+        package: Option<&str>,
+        device: &DeviceArgs,
+    ) -> Result<(Option<SimHandle>, Option<String>, DeviceConfig), DeviceSetupError> {
+        let sim = self.sim_config().map(Sim::start).transpose()?;
+        let (package, config) = match &sim {
+            Some(sim) => {
+                let package = package.unwrap_or(sim.package()).to_string();
+                let mut config = DeviceConfig::loopback(sim.port(), sim.serial());
+                device.apply_waits(&mut config.server);
+                (Some(package), config)
+            }
+            None => {
+                let env = |key: &str| std::env::var(key).ok();
+                let config = device.to_config(ScreenshotMode::Png, env)?;
+                (package.map(str::to_string), config)
+            }
+        };
+        Ok((sim, package, config))
+    }
+}
+
+/// What minimising a crawl's failures may cost and how (flattened into droid-crawl's flags and
+/// `droid-crawl minimise`'s).
+#[derive(Debug, Clone, clap::Args)]
+pub struct MinimiseArgs {
+    /// What minimising may spend, shared by the failures: replays (`200`) or time (`90s`,
+    /// `5m`). Verifying replays are not counted.
+    #[arg(long, default_value = "200", value_name = "REPLAYS|TIME")]
+    pub minimise_budget: crate::repro::Budget,
+    /// Replays from a fresh launch that verify each minimal path (reproduced k of N).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub verify: u32,
+    /// Clear the app's data (`pm clear`) before each replay, not only force-stop it.
+    #[arg(long)]
+    pub clear_data: bool,
+}
+
+impl MinimiseArgs {
+    pub fn options(&self) -> crate::repro::MinimiseOptions {
+        crate::repro::MinimiseOptions {
+            budget: self.minimise_budget,
+            verify: self.verify,
+            clear_data: self.clear_data,
+        }
+    }
 }
 
 /// What a crawl does on a secure screen.
@@ -153,6 +230,10 @@ pub enum CrawlCommand {
     Stop(Target),
     /// Analyse a past run's APK with MobSF; the figures join that run (then `droid-report`).
     Mobsf(MobsfArgs),
+    /// Replay a recorded run, or one crash's steps, from a fresh launch; say where it diverged.
+    Replay(crate::repro::cli::ReplayCommand),
+    /// Minimise a past run's crashes and ANRs (replays from a fresh launch), verify and export.
+    Minimise(crate::repro::cli::MinimiseCommand),
     /// Settings and secrets in user_config.db (provider, model, keys, test credentials, limits).
     Config {
         /// user_config.db [default: $XDG_CONFIG_HOME/droid/user_config.db]
@@ -213,6 +294,28 @@ pub enum AnalyseError {
 }
 
 impl MobsfArgs {
+    /// [`MobsfArgs::analyse`] for a person watching: each note to `listener` (and said), then
+    /// a summary and whether every artifact came out.
+    pub fn watch(
+        &self,
+        listener: &mut dyn super::Listener,
+    ) -> Result<(String, bool), AnalyseError> {
+        let notes = self.analyse()?;
+        let failed = notes.iter().any(crate::integrations::artifact_failed);
+        for note in notes {
+            listener.say(
+                super::Level::Info,
+                note.message.as_deref().unwrap_or_default(),
+            );
+            listener.event(&crate::events::Event::Note(note));
+        }
+        let run = &self.run;
+        Ok((
+            format!("recorded into run {run}; `droid-report {run}` shows it"),
+            !failed,
+        ))
+    }
+
     /// Analyses the run's APK (the one its crawl saved, else pulled from the device these
     /// flags name) with the MobSF server and key these flags and the settings give: the notes
     /// recorded into the run.
@@ -269,18 +372,6 @@ fn report_format(name: &str) -> Result<Option<Format>, String> {
 }
 
 impl CrawlArgs {
-    /// The in-process simulator `--sim` asks for.
-    pub fn sim_config(&self) -> Option<SimConfig> {
-        let model = self.sim.clone()?;
-        Some(SimConfig {
-            faults: self.sim_fault.clone(),
-            latency: self.sim_latency,
-            truth_log: self.sim_truth_log.clone(),
-            recorded_only: self.sim_recorded_only,
-            ..SimConfig::new(model)
-        })
-    }
-
     /// The app and the device to crawl: the simulator `--sim` starts in-process (returned, to
     /// keep it serving) and its app unless `--package` names another, else the device
     /// `device`'s flags name (the environment's ADB settings filling in).
@@ -288,21 +379,15 @@ impl CrawlArgs {
         &self,
         device: &DeviceArgs,
     ) -> Result<(Option<SimHandle>, String, DeviceConfig), DeviceSetupError> {
-        let sim = self.sim_config().map(Sim::start).transpose()?;
-        let (package, config) = match (&sim, &self.package) {
-            (Some(sim), package) => {
-                let package = package.clone().unwrap_or_else(|| sim.package().into());
-                let mut config = DeviceConfig::loopback(sim.port(), sim.serial());
-                device.apply_waits(&mut config.server);
-                (package, config)
-            }
-            (None, Some(package)) => {
-                let env = |key: &str| std::env::var(key).ok();
-                (package.clone(), device.to_config(ScreenshotMode::Png, env)?)
-            }
-            (None, None) => return Err(DeviceSetupError::NoApp),
-        };
-        Ok((sim, package, config))
+        match self.sim.device(self.package.as_deref(), device)? {
+            (sim, Some(package), config) => Ok((sim, package, config)),
+            (_, None, _) => Err(DeviceSetupError::NoApp),
+        }
+    }
+
+    /// Minimising after the crawl, unless `--no-minimise`.
+    pub fn minimise(&self) -> Option<crate::repro::MinimiseOptions> {
+        (!self.no_minimise).then(|| self.minimising.options())
     }
 
     /// The integrations these flags ask for onto `config`, and those that cannot be set up

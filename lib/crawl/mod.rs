@@ -29,10 +29,10 @@ mod attached;
 pub mod cli;
 pub mod control;
 pub mod coprocess;
-mod policy;
+pub(crate) mod policy;
 mod recorder;
 mod recovery;
-mod run;
+pub(crate) mod run;
 mod step;
 
 use std::path::{Path, PathBuf};
@@ -173,12 +173,29 @@ pub struct Progress {
     pub paused: bool,
 }
 
+/// Where the minimisation of a run's failures is (see [`crate::repro`]), for a progress bar.
+#[derive(Debug, Clone, Default)]
+pub struct Minimising {
+    /// The failure being minimised (from 1) of how many.
+    pub failure: usize,
+    pub failures: usize,
+    pub title: String,
+    /// Its steps since launch, and the fewest a replay reproduced it with so far.
+    pub steps_before: usize,
+    pub steps_now: usize,
+    /// Replays spent on it.
+    pub replays: u32,
+    /// `minimising` or `verifying`.
+    pub phase: &'static str,
+}
+
 /// Who watches a crawl: every event of the run as it is recorded, messages for people, and
 /// progress.
 pub trait Listener {
     fn event(&mut self, event: &Event);
     fn say(&mut self, level: Level, message: &str);
     fn progress(&mut self, _progress: &Progress) {}
+    fn minimising(&mut self, _minimising: &Minimising) {}
 }
 
 /// How a crawl ended.
@@ -239,11 +256,24 @@ pub fn validate(config: &Config, device: &dyn Device) -> (Vec<String>, Vec<Strin
 /// Runs a crawl to its end. Errors here mean no run was started; a run that started always
 /// ends with `run_ended` and a summary, whatever happened.
 pub fn crawl(
+    config: Config,
+    device: &AdbDevice,
+    listener: &mut dyn Listener,
+) -> Result<Summary, CrawlError> {
+    crawl_and_minimise(config, None, device, listener)
+}
+
+/// [`crawl`], then, when it ended `COMPLETED` and `minimise` is given, each distinct crash
+/// and ANR it found minimised on the same device ([`crate::repro::minimise`]) before the
+/// reports are written. A minimisation that fails is a message; the crawl's end stands.
+pub fn crawl_and_minimise(
     mut config: Config,
+    minimise: Option<&crate::repro::MinimiseOptions>,
     device: &AdbDevice,
     listener: &mut dyn Listener,
 ) -> Result<Summary, CrawlError> {
     let client = device.client();
+    let adb = device;
     let device: &dyn Device = device;
     let (blocking, warnings) = validate(&config, device);
     if !blocking.is_empty() {
@@ -409,6 +439,20 @@ pub fn crawl(
         run.say(Level::Error, &message);
     }
     drop(driver);
+    if let (Some(options), "COMPLETED") = (minimise, status) {
+        let minimise = crate::repro::MinimiseConfig {
+            db: config.db.clone(),
+            out_dir: config.out_dir.clone(),
+            act: config.act.clone(),
+            controls: Some(config.controls.clone()),
+            only: None,
+            ..options.config()
+        };
+        if let Err(error) = crate::repro::minimise_run(adb, &run_id, &minimise, run.listener()) {
+            let message = format!("minimising: {}", crate::filter::Chain(&error));
+            run.say(Level::Error, &message);
+        }
+    }
     let reports = match write_reports(&config, &run_id, &session_dir) {
         Ok(written) => written,
         Err(error) => {
@@ -443,7 +487,7 @@ fn write_reports(
 
 /// `run_started`'s `driver`: which process drives the run, so a later crawl can tell a run
 /// whose driver died from a live one.
-fn driver_fields() -> crate::events::Extra {
+pub(crate) fn driver_fields() -> crate::events::Extra {
     let mut extra = crate::events::Extra::new();
     extra.insert(
         "driver".into(),

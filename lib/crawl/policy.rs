@@ -136,6 +136,14 @@ impl AnrDialog {
     }
 }
 
+/// Whether the observation shows the system's "isn't responding" dialog.
+pub fn shows_anr_dialog(observation: &Observation) -> bool {
+    observation
+        .elements
+        .iter()
+        .any(|e| e.resource_id == ANR_WAIT || e.resource_id == ANR_CLOSE)
+}
+
 /// The `anr` note for the dialog on `observation`: the ANR block of the system log when there
 /// is one for the app, else what the dialog says.
 pub fn anr_note(

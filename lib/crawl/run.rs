@@ -15,15 +15,15 @@ use crate::screen::{ScreenKey, ScreenModel};
 use crate::store;
 
 /// What a crawl in progress keeps about its run: where events go and what was counted.
-pub(super) struct Run<'l> {
+pub(crate) struct Run<'l> {
     pub(super) recorder: Recorder,
     log: Option<std::fs::File>,
     events_file: Option<std::fs::File>,
     listener: &'l mut dyn Listener,
-    pub(super) run_id: String,
+    pub(crate) run_id: String,
     pub(super) state: State,
     pub(super) started: Instant,
-    pub(super) step: u64,
+    pub(crate) step: u64,
     pub(super) screens: std::collections::HashSet<ScreenKey>,
     pub(super) crashes: u64,
     pub(super) model_calls: u64,
@@ -32,7 +32,7 @@ pub(super) struct Run<'l> {
 
 impl<'l> Run<'l> {
     /// A run recorded into `db`, with its crawler.log and events.jsonl in `session_dir`.
-    pub(super) fn new(
+    pub(crate) fn new(
         db: &Path,
         session_dir: &Path,
         listener: &'l mut dyn Listener,
@@ -58,13 +58,13 @@ impl<'l> Run<'l> {
 
 impl Run<'_> {
     /// Records an event, writes it to events.jsonl and hands it to the listener.
-    pub(super) fn emit(&mut self, event: Event) {
+    pub(crate) fn emit(&mut self, event: Event) {
         self.tell(&event);
         self.recorder.record(event);
     }
 
     /// [`Run::emit`] for an observation, handing its screen model to the recorder with it.
-    pub(super) fn emit_observed(&mut self, observation: Observation, model: Arc<ScreenModel>) {
+    pub(crate) fn emit_observed(&mut self, observation: Observation, model: Arc<ScreenModel>) {
         let event = Event::Observation(Box::new(observation));
         self.tell(&event);
         let Event::Observation(observation) = event else {
@@ -83,13 +83,13 @@ impl Run<'_> {
     }
 
     /// A note of this run at its current step.
-    pub(super) fn note(&mut self, kind: NoteKind, message: &str, data: Option<Value>) {
+    pub(crate) fn note(&mut self, kind: NoteKind, message: &str, data: Option<Value>) {
         let step = (self.step > 0).then_some(self.step);
         let note = Note::at(&self.run_id, step, kind, message).with_data(data);
         self.emit(Event::Note(note));
     }
 
-    pub(super) fn say(&mut self, level: Level, message: &str) {
+    pub(crate) fn say(&mut self, level: Level, message: &str) {
         self.log_line(level, message);
         self.listener.say(level, message);
     }
@@ -138,8 +138,18 @@ impl Run<'_> {
         self.listener.progress(&progress);
     }
 
+    /// Who watches the run.
+    pub(crate) fn listener(&mut self) -> &mut dyn Listener {
+        self.listener
+    }
+
+    /// The steps so far are committed, without waiting.
+    pub(crate) fn commit(&mut self) {
+        self.recorder.commit();
+    }
+
     /// Everything is recorded: the recorder's thread finishes.
-    pub(super) fn finish(&mut self) -> Result<store::IngestStats, store::Error> {
+    pub(crate) fn finish(&mut self) -> Result<store::IngestStats, store::Error> {
         self.recorder.finish()
     }
 }
