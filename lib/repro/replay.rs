@@ -387,7 +387,11 @@ fn summary_data(replayed: &Replayed, config: &ReplayConfig) -> Value {
         data["divergence"] = divergence_data(divergence);
     }
     if !replayed.skipped.is_empty() {
-        data["skipped"] = json!(replayed.skipped.iter().map(|d| d.at + 1).collect::<Vec<_>>());
+        data["skipped"] = json!(replayed
+            .skipped
+            .iter()
+            .map(|d| d.at + 1)
+            .collect::<Vec<_>>());
     }
     data
 }
@@ -763,10 +767,7 @@ fn target_of(step: &Step) -> String {
 /// the recorded point when several share it), else the only element with the recorded resource
 /// id (narrowed by text when several have it), else the only one with its text, else with its
 /// content description.
-pub fn locate<'e>(
-    step: &Step,
-    elements: &'e [UiElement],
-) -> Option<(&'e UiElement, &'static str)> {
+pub fn locate<'e>(step: &Step, elements: &'e [UiElement]) -> Option<(&'e UiElement, &'static str)> {
     let shown: Vec<&UiElement> = elements.iter().filter(|e| e.visible).collect();
     if step.action.action == ActionType::Tap && step.result.target_signature.is_none() {
         // A raw tap touched a point, whatever the decider meant: what is there now.

@@ -25,6 +25,7 @@ mod media;
 mod one_graph;
 mod record;
 mod report;
+mod repro;
 mod sim_adb;
 mod sim_check;
 mod sim_clients;
