@@ -28,6 +28,7 @@ mod report;
 mod sim_adb;
 mod sim_check;
 mod sim_clients;
+mod sim_console;
 mod sim_dispatch;
 mod sim_infer;
 mod sim_mcp;

@@ -171,6 +171,16 @@ impl Phone {
         self.world().screen_size()
     }
 
+    /// The console's `geo fix`: the location the device reports.
+    pub fn geo_fix(&self, longitude: f64, latitude: f64) {
+        self.world().geo_fix(longitude, latitude);
+    }
+
+    /// The console's `rotate`.
+    pub fn rotate(&self) {
+        self.world().rotate();
+    }
+
     /// Ends every long-running program (the server is shutting down).
     pub fn interrupt_all(&self) {
         for process in guard(&self.processes).iter() {

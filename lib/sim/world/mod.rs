@@ -170,6 +170,8 @@ pub struct World {
     last_shown: Option<(String, String, bool)>,
     /// The transition an inferred move borrowed, for the truth line of the screen it shows.
     borrowed: Option<usize>,
+    /// The last location fix (longitude, latitude).
+    location: Option<(f64, f64)>,
 }
 
 impl World {
@@ -188,6 +190,7 @@ impl World {
             ime_current: LATIN_IME.to_string(),
             last_shown: None,
             borrowed: None,
+            location: None,
         };
         world.shown();
         world
@@ -237,6 +240,29 @@ impl World {
                     .collect(),
             })
             .collect()
+    }
+
+    /// A location fix from the emulator console (`geo fix`): the truth log records it.
+    pub fn geo_fix(&mut self, longitude: f64, latitude: f64) {
+        self.log_input(
+            "geo_fix",
+            vec![
+                ("longitude", longitude.into()),
+                ("latitude", latitude.into()),
+            ],
+        );
+        self.location = Some((longitude, latitude));
+    }
+
+    /// The last location fix, `(longitude, latitude)`.
+    pub fn location(&self) -> Option<(f64, f64)> {
+        self.location
+    }
+
+    /// The console's `rotate` turns the device; every simulated app is portrait-only, so the
+    /// display keeps its orientation. The truth log records the turn.
+    pub fn rotate(&mut self) {
+        self.log_input("rotate", Vec::new());
     }
 
     /// True while the ANR dialog covers the app.
