@@ -31,6 +31,7 @@ mod sim_clients;
 mod sim_console;
 mod sim_dispatch;
 mod sim_infer;
+mod sim_install;
 mod sim_mcp;
 mod sim_protocol;
 mod sim_world;

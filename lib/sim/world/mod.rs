@@ -104,6 +104,19 @@ pub enum InputError {
     ImeNotActive,
 }
 
+/// Why `pm install` refused a package.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The model, or the phone itself, fixes this package.
+    #[error("INSTALL_FAILED_UPDATE_INCOMPATIBLE: the app model fixes {0}")]
+    Fixed(String),
+    #[error(
+        "INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install {0} without first uninstalling."
+    )]
+    Exists(String),
+}
+
 /// What an entry of a back stack shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum View {
@@ -172,6 +185,8 @@ pub struct World {
     borrowed: Option<usize>,
     /// The last location fix (longitude, latitude).
     location: Option<(f64, f64)>,
+    /// Packages `install` added, with their version name.
+    added: BTreeMap<String, Option<String>>,
 }
 
 impl World {
@@ -191,6 +206,7 @@ impl World {
             last_shown: None,
             borrowed: None,
             location: None,
+            added: BTreeMap::new(),
         };
         world.shown();
         world
