@@ -62,6 +62,13 @@ impl SimProcess {
         }
     }
 
+    /// A simulator of `app` writing its truth log into `dir`, and the log's path.
+    pub(crate) fn with_truth_log(app: &str, dir: &Path) -> (SimProcess, std::path::PathBuf) {
+        let truth = dir.join("truth.jsonl");
+        let sim = SimProcess::start(&["--app", app, "--truth-log", &truth.to_string_lossy()]);
+        (sim, truth)
+    }
+
     /// Waits for the simulator to end by itself.
     pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
         self.child.wait().expect("droid-sim ends")

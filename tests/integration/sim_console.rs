@@ -44,13 +44,7 @@ fn sim_console_answers_adb_emu_and_records_location_and_turns() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let truth = dir.path().join("truth.jsonl");
-    let sim = SimProcess::start(&[
-        "--app",
-        "builtin:tiny",
-        "--truth-log",
-        &truth.to_string_lossy(),
-    ]);
+    let (sim, truth) = SimProcess::with_truth_log("builtin:tiny", dir.path());
     let token = sim.home.path().join(".emulator_console_auth_token");
     assert_eq!(
         std::fs::read_to_string(&token).unwrap().len(),

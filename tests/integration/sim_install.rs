@@ -35,13 +35,7 @@ fn sim_adb_install_puts_a_real_apk_on_the_device_and_uninstall_takes_it_off() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let truth = dir.path().join("truth.jsonl");
-    let sim = SimProcess::start(&[
-        "--app",
-        "builtin:tiny",
-        "--truth-log",
-        &truth.to_string_lossy(),
-    ]);
+    let (sim, truth) = SimProcess::with_truth_log("builtin:tiny", dir.path());
     let file = dir.path().join("extra.apk");
     std::fs::write(&file, apk()).unwrap();
     let file = file.to_string_lossy().into_owned();

@@ -219,13 +219,7 @@ fn drive(legacy: bool) {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("truth.jsonl");
-    let sim = SimProcess::start(&[
-        "--app",
-        "builtin:shop",
-        "--truth-log",
-        &log.to_string_lossy(),
-    ]);
+    let (sim, log) = SimProcess::with_truth_log("builtin:shop", dir.path());
     let mut mcp = Mcp::start(&entry, &sim, legacy, sim.home.path());
     let engine = if legacy { "legacy" } else { "mobilecli" };
 
