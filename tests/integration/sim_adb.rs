@@ -365,8 +365,11 @@ fn usage_and_model_errors_exit_2_and_1() {
     assert!(bad_model.stdout.is_empty(), "no ready line");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
+    // Its own home: the console's token goes there.
+    let home = tempfile::tempdir().unwrap();
     let busy = droid("droid-sim")
         .args(["--app", "builtin:tiny", "--port", &port])
+        .env("HOME", home.path())
         .output()
         .unwrap();
     assert_eq!(busy.status.code(), Some(1));
