@@ -327,6 +327,22 @@ fn drive(legacy: bool) {
     mcp.works("mobile_open_url", json!({"url": "https://example.com/"}));
     assert_eq!(truth(&log).0, "@external:com.android.chrome");
 
+    // A real APK (droid's writer), installed through `adb install`.
+    let apk = dir.path().join("extra.apk");
+    std::fs::write(
+        &apk,
+        droid::apk::build(&droid::apk::Manifest {
+            package: "com.example.extra".into(),
+            activities: vec!["com.example.extra.Main".into()],
+            launchers: vec!["com.example.extra.Main".into()],
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    mcp.works("mobile_install_app", json!({"path": apk}));
+    let path = sim.adb("adb", &["shell", "pm", "path", "com.example.extra"]);
+    assert!(path.status.success(), "{engine}: the APK is installed");
+
     mcp.works("mobile_terminate_app", json!({"packageName": PACKAGE}));
     let (_, inputs) = truth(&log);
     assert!(inputs
