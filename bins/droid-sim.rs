@@ -12,7 +12,11 @@ use droid::sim::check::check;
 use droid::sim::fault::{Fault, Latency};
 use droid::sim::infer::added_moves;
 use droid::sim::model::AppModel;
-use droid::sim::{Sim, SimConfig};
+use droid::sim::{Sim, SimConfig, SimError};
+
+/// The console ports adb looks for emulators on.
+const FIRST_CONSOLE: u16 = 5554;
+const LAST_CONSOLE: u16 = 5682;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -25,7 +29,9 @@ use droid::sim::{Sim, SimConfig};
         The device runs an app model: screens, transitions, a back stack, text fields, crashes, \
         other apps, secure screens. An action that fires no recorded transition moves as the same \
         view does on the other screens of the activity, when they all agree (the truth log marks \
-        the move inferred; --recorded-only turns this off). When ready it prints one line \
+        the move inferred; --recorded-only turns this off). A serial emulator-N has the emulator \
+        console on port N (`adb emu geo fix ...`, token in $HOME/.emulator_console_auth_token). \
+        When ready it prints one line \
         {\"type\":\"sim_ready\",\"port\":N,\"serial\":\"...\"} on stdout, then serves until killed \
         or until a client sends host:kill (`adb -P PORT kill-server`).\n\n\
         With --check MODEL it serves no one: it walks the shortest model path to every reachable \
@@ -54,9 +60,11 @@ struct Args {
     /// tiny).
     #[arg(long, value_name = "MODEL", required_unless_present = "check")]
     app: Option<String>,
-    /// Serial the device reports (`adb devices`).
-    #[arg(long, default_value = "emulator-5554")]
-    serial: String,
+    /// Serial the device reports (`adb devices`). An `emulator-N` serial has the emulator
+    /// console on port N; without this flag the first emulator-N (5554, 5556, ...) whose port is
+    /// free.
+    #[arg(long)]
+    serial: Option<String>,
     /// TCP port on 127.0.0.1; 0 picks a free one (printed in the ready line).
     #[arg(long, default_value_t = 0)]
     port: u16,
@@ -126,17 +134,18 @@ fn run(args: Args) -> anyhow::Result<()> {
         ));
     }
     let config = SimConfig {
-        serial: args.serial,
         port: args.port,
         latency: args.latency,
         faults: args.faults,
         truth_log: args.truth_log,
         ime_adbkeyboard: matches!(args.ime, Some(Ime::Adbkeyboard)),
         recorded_only: args.recorded_only,
+        // The console's auth token lives in the user's home, as the emulator's does.
+        console_home: std::env::var_os("HOME").map(PathBuf::from),
         ..SimConfig::new(app.clone())
     };
-    let sim =
-        Sim::start(config).with_context(|| format!("cannot start the simulator for {app}"))?;
+    let sim = start(config, args.serial)
+        .with_context(|| format!("cannot start the simulator for {app}"))?;
     let ready =
         serde_json::json!({"type": "sim_ready", "port": sim.port(), "serial": sim.serial()});
     let mut stdout = std::io::stdout().lock();
@@ -145,6 +154,29 @@ fn run(args: Args) -> anyhow::Result<()> {
     drop(stdout);
     sim.wait();
     Ok(())
+}
+
+/// Starts the simulator as `serial`, or as the first `emulator-N` whose console port is free.
+fn start(config: SimConfig, serial: Option<String>) -> Result<droid::sim::SimHandle, SimError> {
+    if let Some(serial) = serial {
+        return Sim::start(SimConfig { serial, ..config });
+    }
+    if config.console_home.is_none() {
+        return Sim::start(config);
+    }
+    let mut last = None;
+    // The range adb scans for local emulators.
+    for port in (FIRST_CONSOLE..=LAST_CONSOLE).step_by(2) {
+        let attempt = SimConfig {
+            serial: format!("emulator-{port}"),
+            ..config.clone()
+        };
+        match Sim::start(attempt) {
+            Err(err @ SimError::ConsolePort { .. }) => last = Some(err),
+            other => return other,
+        }
+    }
+    Err(last.unwrap_or(SimError::BadSerial(String::new())))
 }
 
 fn main() -> ExitCode {

@@ -33,13 +33,17 @@ pub(crate) struct SimProcess {
     child: Child,
     pub(crate) port: u16,
     pub(crate) serial: String,
-    home: tempfile::TempDir,
+    /// The home of the simulator and of the clients run beside it (the console's token).
+    pub(crate) home: tempfile::TempDir,
 }
 
 impl SimProcess {
     pub(crate) fn start(args: &[&str]) -> SimProcess {
+        // The console's auth token goes to this home, which adb reads too.
+        let home = tempfile::tempdir().expect("temp home");
         let mut child = droid("droid-sim")
             .args(args)
+            .env("HOME", home.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -54,12 +58,24 @@ impl SimProcess {
             child,
             port: u16::try_from(ready["port"].as_u64().expect("port")).expect("port fits"),
             serial: ready["serial"].as_str().expect("serial").to_string(),
-            home: tempfile::tempdir().expect("temp home"),
+            home,
         }
     }
 
+    /// A simulator of `app` writing its truth log into `dir`, and the log's path.
+    pub(crate) fn with_truth_log(app: &str, dir: &Path) -> (SimProcess, std::path::PathBuf) {
+        let truth = dir.join("truth.jsonl");
+        let sim = SimProcess::start(&["--app", app, "--truth-log", &truth.to_string_lossy()]);
+        (sim, truth)
+    }
+
+    /// Waits for the simulator to end by itself.
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("droid-sim ends")
+    }
+
     /// `adb -P PORT -s SERIAL ARGS...` with a clean environment, its own HOME, no stdin.
-    fn adb(&self, adb: &str, args: &[&str]) -> Output {
+    pub(crate) fn adb(&self, adb: &str, args: &[&str]) -> Output {
         self.adb_with_stdin(adb, args, b"")
     }
 
@@ -304,7 +320,8 @@ fn adb_sees_the_faults_as_a_device_would_show_them() {
     assert_eq!(dropped.status.code(), Some(1));
     let gone = sim.adb(adb, &["shell", "echo", "three"]);
     assert_eq!(gone.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&gone.stderr).contains("device 'emulator-5554' not found"));
+    let not_found = format!("device '{}' not found", sim.serial);
+    assert!(String::from_utf8_lossy(&gone.stderr).contains(&not_found));
     assert_eq!(
         stdout(&sim.adb(adb, &["devices"])),
         "List of devices attached\n\n"
@@ -348,8 +365,11 @@ fn usage_and_model_errors_exit_2_and_1() {
     assert!(bad_model.stdout.is_empty(), "no ready line");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
+    // Its own home: the console's token goes there.
+    let home = tempfile::tempdir().unwrap();
     let busy = droid("droid-sim")
         .args(["--app", "builtin:tiny", "--port", &port])
+        .env("HOME", home.path())
         .output()
         .unwrap();
     assert_eq!(busy.status.code(), Some(1));

@@ -4,8 +4,8 @@
 //! stdio transport (one JSON-RPC message per line) and confirms each action in the simulator's
 //! truth log.
 //!
-//! The client comes from `tests/node/package-lock.json` (`npm ci --prefix tests/node`, which
-//! `.ci/run` does). Without node, the package or `adb` the test prints a skip notice and
+//! The client comes from `tests/node/package-lock.json` (`npm install --prefix tests/node
+//! --no-save`, which `.ci/run` does). Without node, the package or `adb` the test prints a skip notice and
 //! passes, except under `DROID_REQUIRE_ADB=1`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -18,10 +18,9 @@ use serde_json::{json, Value};
 use crate::common::{require_tool, root};
 use crate::sim_adb::SimProcess;
 
-const DEVICE: &str = "emulator-5554";
 const PACKAGE: &str = "com.example.shop";
 
-/// mobile-mcp's entry point when `npm ci` ran; `None` (after a notice) when the test may skip.
+/// mobile-mcp's entry point when the npm install ran; `None` (after a notice) when the test may skip.
 fn mobile_mcp() -> Option<PathBuf> {
     if !require_tool("node", "nodejs") || !require_tool("adb", "adb") {
         return None;
@@ -30,7 +29,7 @@ fn mobile_mcp() -> Option<PathBuf> {
     if entry.is_file() {
         return Some(entry);
     }
-    let install = "npm ci --prefix tests/node";
+    let install = "npm install --prefix tests/node --no-save";
     if std::env::var("DROID_REQUIRE_ADB").as_deref() == Ok("1") {
         panic!("DROID_REQUIRE_ADB=1 but mobile-mcp is not installed: {install}");
     }
@@ -44,13 +43,15 @@ struct Mcp {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
+    serial: String,
     home: PathBuf,
     /// The binary whose daemon the default engine starts, to stop it at the end.
     mobilecli: Option<PathBuf>,
 }
 
 impl Mcp {
-    /// `home` holds mobilecli's daemon (its socket, pid and log), one per test.
+    /// `home` holds mobilecli's daemon (its socket, pid and log), one per test, and the
+    /// emulator console's token the simulator wrote.
     fn start(entry: &PathBuf, sim: &SimProcess, legacy: bool, home: &Path) -> Mcp {
         let mut command = Command::new("node");
         command
@@ -76,6 +77,7 @@ impl Mcp {
             stdin,
             stdout,
             next_id: 0,
+            serial: sim.serial.clone(),
             home: home.to_path_buf(),
             mobilecli: entry
                 .ancestors()
@@ -115,7 +117,7 @@ impl Mcp {
 
     /// A tool call: its text (the first content's), or `Err` with it when the tool failed.
     fn call(&mut self, tool: &str, mut args: Value) -> Result<String, String> {
-        args["device"] = json!(DEVICE);
+        args["device"] = json!(self.serial);
         let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
         let result = &response["result"];
         let text = result["content"][0]["text"]
@@ -141,7 +143,7 @@ impl Mcp {
     fn image(&mut self, tool: &str) -> (String, Vec<u8>) {
         let response = self.request(
             "tools/call",
-            json!({"name": tool, "arguments": {"device": DEVICE}}),
+            json!({"name": tool, "arguments": {"device": self.serial}}),
         );
         let content = response["result"]["content"].as_array().unwrap();
         let image = content
@@ -216,21 +218,14 @@ fn drive(legacy: bool) {
     let Some(entry) = mobile_mcp() else {
         return;
     };
-    let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("truth.jsonl");
-    let sim = SimProcess::start(&[
-        "--app",
-        "builtin:shop",
-        "--truth-log",
-        &log.to_string_lossy(),
-    ]);
-    let mut mcp = Mcp::start(&entry, &sim, legacy, home.path());
+    let (sim, log) = SimProcess::with_truth_log("builtin:shop", dir.path());
+    let mut mcp = Mcp::start(&entry, &sim, legacy, sim.home.path());
     let engine = if legacy { "legacy" } else { "mobilecli" };
 
     let devices = mcp.works("mobile_list_available_devices", json!({}));
     assert!(
-        devices.contains(DEVICE) && devices.contains("android"),
+        devices.contains(&sim.serial) && devices.contains("android"),
         "{devices}"
     );
     if legacy {
@@ -253,6 +248,17 @@ fn drive(legacy: bool) {
         // The crash buffer, through `adb logcat -b crash -d`: nothing has crashed.
         let crashes = mcp.works("mobile_list_crashes", json!({}));
         assert!(!crashes.contains("FATAL"), "{crashes}");
+        // Through the emulator console (`adb emu geo fix LONGITUDE LATITUDE`).
+        mcp.works(
+            "mobile_set_location",
+            json!({"latitude": 48.85, "longitude": 2.35}),
+        );
+        let (_, inputs) = truth(&log);
+        let fix = inputs.last().unwrap();
+        assert_eq!(
+            (&fix["input"], &fix["longitude"], &fix["latitude"]),
+            (&json!("geo_fix"), &json!(2.35), &json!(48.85))
+        );
     }
 
     // Tap what the element listing shows, where it shows it.
@@ -320,6 +326,22 @@ fn drive(legacy: bool) {
 
     mcp.works("mobile_open_url", json!({"url": "https://example.com/"}));
     assert_eq!(truth(&log).0, "@external:com.android.chrome");
+
+    // A real APK (droid's writer), installed through `adb install`.
+    let apk = dir.path().join("extra.apk");
+    std::fs::write(
+        &apk,
+        droid::apk::build(&droid::apk::Manifest {
+            package: "com.example.extra".into(),
+            activities: vec!["com.example.extra.Main".into()],
+            launchers: vec!["com.example.extra.Main".into()],
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    mcp.works("mobile_install_app", json!({"path": apk}));
+    let path = sim.adb("adb", &["shell", "pm", "path", "com.example.extra"]);
+    assert!(path.status.success(), "{engine}: the APK is installed");
 
     mcp.works("mobile_terminate_app", json!({"packageName": PACKAGE}));
     let (_, inputs) = truth(&log);

@@ -5,7 +5,7 @@
 
 use super::Phone;
 use crate::sim::component::short_component;
-use crate::sim::shell::{FsHandle, Output};
+use crate::sim::shell::{FsHandle, Output, Session};
 
 /// What `ResolveInfo` prints before its component: a launcher activity's match.
 const RESOLVE_LINE: &str =
@@ -14,7 +14,7 @@ const MAIN: &str = "android.intent.action.MAIN";
 const LAUNCHER: &str = "android.intent.category.LAUNCHER";
 
 impl Phone {
-    pub(super) fn cmd(&self, args: &[String], fs: &FsHandle) -> Output {
+    pub(super) fn cmd(&self, args: &[String], session: &mut dyn Session, fs: &FsHandle) -> Output {
         let Some((service, rest)) = args.split_first() else {
             return Output::error(
                 "cmd: No service specified; use -l to list all services\n",
@@ -25,7 +25,7 @@ impl Phone {
             "package" => match rest.first().map(String::as_str) {
                 Some("query-activities") => self.query_activities(&rest[1..]),
                 Some("resolve-activity") => self.resolve_activity(&rest[1..]),
-                _ => self.pm(rest),
+                _ => self.pm(rest, session, fs),
             },
             "activity" => self.am(rest, fs),
             "settings" => self.settings(rest),

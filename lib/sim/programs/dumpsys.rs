@@ -3,17 +3,17 @@
 //! every answer says what the simulator really shows: the windows and their focus, the activity
 //! tasks, the display and its power state, the battery, an app's memory, a package.
 
-use super::Phone;
-use crate::sim::packages::apk_dir;
-use crate::sim::shell::Output;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use sha2::{Digest, Sha256};
 
 use super::procfs::package_uid;
+use super::Phone;
 use crate::sim::component::{full_class, short_component};
 use crate::sim::model::Node;
+use crate::sim::packages::apk_dir;
+use crate::sim::shell::Output;
 use crate::sim::system::LAUNCHER_PACKAGE;
 use crate::sim::world::{Foreground, TaskSummary};
 

@@ -2,9 +2,10 @@
 //! starts) and the crash buffer the world writes, printed with logcat's buffers, filters
 //! (`TAG:PRIORITY`, `-s`, `-e`, `--pid`, `-t`, `-m`) and formats (`-v threadtime|time|brief|...`).
 
+use std::fmt::Write as _;
+
 use super::{guard, Phone};
 use crate::sim::shell::Output;
-use std::fmt::Write as _;
 
 /// At most this many entries are kept per buffer (a ring, as logd keeps one).
 const CAPACITY: usize = 5000;

@@ -172,6 +172,16 @@ impl Phone {
         self.world().screen_size()
     }
 
+    /// The console's `geo fix`: the location the device reports.
+    pub fn geo_fix(&self, longitude: f64, latitude: f64) {
+        self.world().geo_fix(longitude, latitude);
+    }
+
+    /// The console's `rotate`.
+    pub fn rotate(&self) {
+        self.world().rotate();
+    }
+
     /// Ends every long-running program (the server is shutting down).
     pub fn interrupt_all(&self) {
         for process in guard(&self.processes).iter() {
@@ -218,13 +228,13 @@ impl Phone {
             "input" => self.input(args),
             "monkey" => self.monkey(args),
             "am" => self.am(args, fs),
-            "pm" => self.pm(args),
+            "pm" => self.pm(args, session, fs),
             "logcat" => self.logcat(args),
             "screenrecord" => self.screenrecord(args, session, fs),
             "ime" => self.ime(args),
             "settings" => self.settings(args),
             "svc" => self.svc(args),
-            "cmd" => self.cmd(args, fs),
+            "cmd" => self.cmd(args, session, fs),
             "content" => self.content(args),
             "pidof" => self.pidof(args),
             "kill" => self.kill(args),

@@ -1,9 +1,10 @@
 //! The settings provider (`settings get|put|delete|list`) and the `svc` switches that write it:
 //! three namespaces starting from an emulator's defaults, kept for the life of the device.
 
+use std::collections::BTreeMap;
+
 use super::{guard, Phone};
 use crate::sim::shell::Output;
-use std::collections::BTreeMap;
 
 /// Namespaces `settings` knows.
 const NAMESPACES: &[&str] = &["system", "secure", "global"];

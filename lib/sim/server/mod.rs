@@ -17,6 +17,7 @@
 //! slot is taken, the connection that has waited longest for its request is closed to make room,
 //! so clients that dawdle can never lock out one that asks at once (a real `adb devices`).
 
+mod console;
 mod host;
 mod shell;
 mod sync;
@@ -75,6 +76,10 @@ pub struct SimConfig {
     pub truth_log: Option<PathBuf>,
     /// Install the ADB Keyboard IME (`--ime adbkeyboard`).
     pub ime_adbkeyboard: bool,
+    /// Serve the emulator console on the port an `emulator-N` serial names, with the auth token
+    /// file `.emulator_console_auth_token` in this home (the `droid-sim` binary uses `$HOME`);
+    /// `None` (as `SimConfig::new` sets): no console.
+    pub console_home: Option<PathBuf>,
     /// Fire recorded transitions only, no moves inferred from the same view on the activity's
     /// other screens (`droid-sim --recorded-only`; see [`super::infer`]).
     pub recorded_only: bool,
@@ -99,6 +104,7 @@ impl SimConfig {
             truth_log: None,
             ime_adbkeyboard: false,
             recorded_only: false,
+            console_home: None,
             max_connections: MAX_CONNECTIONS,
             request_deadline: REQUEST_DEADLINE,
         }
@@ -127,6 +133,18 @@ pub enum SimError {
     UnknownScreen(String),
     #[error("serial {0:?} must be non-empty printable ASCII without spaces")]
     BadSerial(String),
+    #[error("cannot serve the emulator console on 127.0.0.1:{port} (another emulator or simulator has that serial?)")]
+    ConsolePort {
+        port: u16,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read or create the emulator console's auth token {path}")]
+    ConsoleToken {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// The simulator entry point.
@@ -143,6 +161,19 @@ impl Sim {
         }
         let model = AppModel::load(&config.app)?;
         let package = model.package().to_string();
+        // The console first: a serial whose port is taken is refused before anything serves.
+        let console = match (&config.console_home, console::port_of(&config.serial)) {
+            (Some(home), Some(port)) => {
+                let listener = TcpListener::bind(("127.0.0.1", port))
+                    .map_err(|source| SimError::ConsolePort { port, source })?;
+                let token = console::token(home).map_err(|source| SimError::ConsoleToken {
+                    path: home.join(console::TOKEN_FILE),
+                    source,
+                })?;
+                Some((listener, port, token, home.clone()))
+            }
+            _ => None,
+        };
         let faults = Faults::new(&config.faults);
         if let Some(screen) = faults.anr_screen() {
             if !model.screens().iter().any(|s| s.id == screen) {
@@ -194,15 +225,28 @@ impl Sim {
             request_deadline: config.request_deadline,
             next_connection: AtomicU64::new(0),
             client_bytes: AtomicUsize::new(0),
+            console_port: console.as_ref().map(|(_, port, _, _)| *port),
         });
         let accept_shared = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
             .name("droid-sim-accept".into())
             .spawn(move || accept_loop(&listener, &accept_shared))
             .map_err(bind_error)?;
+        let console = match console {
+            Some((listener, _, token, home)) => {
+                let console_shared = Arc::clone(&shared);
+                let thread = std::thread::Builder::new()
+                    .name("droid-sim-console".into())
+                    .spawn(move || console::serve(listener, console_shared, token, home))
+                    .map_err(bind_error)?;
+                Some(thread)
+            }
+            None => None,
+        };
         Ok(SimHandle {
             shared,
             accept: Some(accept),
+            console,
         })
     }
 }
@@ -211,6 +255,7 @@ impl Sim {
 pub struct SimHandle {
     shared: Arc<Shared>,
     accept: Option<JoinHandle<()>>,
+    console: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for SimHandle {
@@ -255,9 +300,12 @@ impl SimHandle {
 impl Drop for SimHandle {
     fn drop(&mut self) {
         self.shared.stop();
-        if let Some(accept) = self.accept.take() {
-            // The accept thread only ends by itself; a panic there has nothing to hand back.
-            let _ = accept.join();
+        for thread in [self.accept.take(), self.console.take()]
+            .into_iter()
+            .flatten()
+        {
+            // The accept threads only end by themselves; a panic there has nothing to hand back.
+            let _ = thread.join();
         }
     }
 }
@@ -275,6 +323,8 @@ struct Shared {
     next_connection: AtomicU64,
     /// Bytes of client data held right now (see [`Held`]).
     client_bytes: AtomicUsize,
+    /// The emulator console's port, when it serves one.
+    console_port: Option<u16>,
 }
 
 /// An open client socket, and since when it has been waiting for a request (`None` while one is
@@ -339,8 +389,11 @@ impl Shared {
         }
         self.phone.interrupt_all();
         self.drop_connections();
-        // Wake the accept loop so it sees the flag.
+        // Wake the accept loops so they see the flag.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(port) = self.console_port {
+            let _ = TcpStream::connect(("127.0.0.1", port));
+        }
         let (flag, wake) = &self.stopped;
         *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
         wake.notify_all();

@@ -318,6 +318,17 @@ impl shell::Session for ClientInput<'_> {
         std::mem::take(&mut self.data)
     }
 
+    fn stdin_up_to(&mut self, limit: usize) -> Vec<u8> {
+        if self.taken {
+            return Vec::new();
+        }
+        self.taken = true;
+        while self.data.len() < limit && !self.closed && self.receive() {}
+        let mut data = std::mem::take(&mut self.data);
+        data.truncate(limit);
+        data
+    }
+
     fn hung_up(&mut self) -> bool {
         if self.gone {
             return true;

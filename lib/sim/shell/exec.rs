@@ -49,6 +49,13 @@ pub trait Programs {
 pub trait Session {
     /// The command's whole stdin; the client's stdin is read only when a command asks, once.
     fn stdin(&mut self) -> Vec<u8>;
+    /// At most `limit` bytes of stdin, read only as far as they go (`pm install -S SIZE`: the
+    /// client sends the file and waits for the answer without closing).
+    fn stdin_up_to(&mut self, limit: usize) -> Vec<u8> {
+        let mut all = self.stdin();
+        all.truncate(limit);
+        all
+    }
     /// True once the client has gone away (adbd then sends the process SIGHUP).
     fn hung_up(&mut self) -> bool;
 }

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use super::{World, ADB_KEYBOARD_IME, ADB_KEYBOARD_PACKAGE, LATIN_IME, SYSTEM_PACKAGES};
+use super::{
+    InstallError, World, ADB_KEYBOARD_IME, ADB_KEYBOARD_PACKAGE, LATIN_IME, SYSTEM_PACKAGES,
+};
 use crate::sim::model::Destination;
 use crate::sim::system::{package_label, LAUNCHER_PACKAGE};
 impl World {
@@ -22,11 +24,54 @@ impl World {
             packages.insert(ADB_KEYBOARD_PACKAGE.to_string());
         }
         packages.extend(self.options.hosted.iter().cloned());
+        packages.extend(self.added.keys().cloned());
         packages.into_iter().collect()
     }
 
+    /// `adb install` / `pm install`: a package the model does not fix joins the installed
+    /// ones (it shows a generic screen when launched); `replace` (`-r`) lets it update one
+    /// installed that way.
+    pub fn install(
+        &mut self,
+        package: &str,
+        version_name: Option<String>,
+        replace: bool,
+    ) -> Result<(), InstallError> {
+        let added = self.added.contains_key(package);
+        if self.installed(package) && !added {
+            return Err(InstallError::Fixed(package.to_string()));
+        }
+        if added && !replace {
+            return Err(InstallError::Exists(package.to_string()));
+        }
+        if added {
+            self.kill(package);
+        }
+        self.added.insert(package.to_string(), version_name);
+        self.shown();
+        Ok(())
+    }
+
+    /// `pm uninstall`: true when the package was installed by `install` (and is now gone).
+    pub fn uninstall(&mut self, package: &str) -> bool {
+        if self.added.remove(package).is_none() {
+            return false;
+        }
+        self.kill(package);
+        self.tasks.retain(|t| t.package != package);
+        self.shown();
+        true
+    }
+
+    /// Whether `install` put the package on the device.
+    pub fn is_added(&self, package: &str) -> bool {
+        self.added.contains_key(package)
+    }
+
     pub fn version_name(&self, package: &str) -> Option<String> {
-        if package == self.model.package() {
+        if let Some(version) = self.added.get(package) {
+            Some(version.clone().unwrap_or_else(|| "null".to_string()))
+        } else if package == self.model.package() {
             Some(self.model.version_name().to_string())
         } else if self.installed(package) {
             Some("13".to_string())

@@ -104,6 +104,19 @@ pub enum InputError {
     ImeNotActive,
 }
 
+/// Why `pm install` refused a package.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The model, or the phone itself, fixes this package.
+    #[error("INSTALL_FAILED_UPDATE_INCOMPATIBLE: the app model fixes {0}")]
+    Fixed(String),
+    #[error(
+        "INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install {0} without first uninstalling."
+    )]
+    Exists(String),
+}
+
 /// What an entry of a back stack shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum View {
@@ -173,6 +186,10 @@ pub struct World {
     last_shown: Option<(String, String, bool)>,
     /// The transition an inferred move borrowed, for the truth line of the screen it shows.
     borrowed: Option<usize>,
+    /// The last location fix (longitude, latitude).
+    location: Option<(f64, f64)>,
+    /// Packages `install` added, with their version name.
+    added: BTreeMap<String, Option<String>>,
 }
 
 impl World {
@@ -193,6 +210,8 @@ impl World {
             ime_current: LATIN_IME.to_string(),
             last_shown: None,
             borrowed: None,
+            location: None,
+            added: BTreeMap::new(),
         };
         world.shown();
         world
@@ -242,6 +261,29 @@ impl World {
                     .collect(),
             })
             .collect()
+    }
+
+    /// A location fix from the emulator console (`geo fix`): the truth log records it.
+    pub fn geo_fix(&mut self, longitude: f64, latitude: f64) {
+        self.log_input(
+            "geo_fix",
+            vec![
+                ("longitude", longitude.into()),
+                ("latitude", latitude.into()),
+            ],
+        );
+        self.location = Some((longitude, latitude));
+    }
+
+    /// The last location fix, `(longitude, latitude)`.
+    pub fn location(&self) -> Option<(f64, f64)> {
+        self.location
+    }
+
+    /// The console's `rotate` turns the device; every simulated app is portrait-only, so the
+    /// display keeps its orientation. The truth log records the turn.
+    pub fn rotate(&mut self) {
+        self.log_input("rotate", Vec::new());
     }
 
     /// True while the ANR dialog covers the app.
