@@ -231,8 +231,10 @@ pub enum CrawlCommand {
     /// Analyse a past run's APK with MobSF; the figures join that run (then `droid-report`).
     Mobsf(MobsfArgs),
     /// Replay a recorded run, or one crash's steps, from a fresh launch; say where it diverged.
+    #[command(after_help = crate::repro::cli::REPLAY_EXAMPLES)]
     Replay(crate::repro::cli::ReplayCommand),
     /// Minimise a past run's crashes and ANRs (replays from a fresh launch), verify and export.
+    #[command(after_help = crate::repro::cli::MINIMISE_EXAMPLES)]
     Minimise(crate::repro::cli::MinimiseCommand),
     /// Settings and secrets in user_config.db (provider, model, keys, test credentials, limits).
     Config {

@@ -18,6 +18,26 @@ use crate::device::AdbDevice;
 use crate::sim::SimHandle;
 use crate::store::Store;
 
+/// `droid-crawl replay --help`'s examples.
+pub const REPLAY_EXAMPLES: &str = "Examples:
+  droid-crawl replay --run latest                       (the whole run, each screen checked)
+  droid-crawl replay --run RUN --crash SIGNATURE        (the steps to one crash, from a fresh launch)
+  droid-crawl replay --run RUN --crash SIGNATURE --clear-data
+  droid-crawl replay --events SESSION/repro/crash-SIG.events.jsonl --crash SIG --sim builtin:shop
+  droid-record export RUN | droid-crawl replay --events -
+Exit status: 0 when the replay followed its recording (to its end, or to the crash --crash
+names), 1 when it diverged or did not reproduce the crash (the divergence note says at which step,
+the screen expected and the one seen), 2 on a usage error. See docs/repro.md.";
+
+/// `droid-crawl minimise --help`'s examples.
+pub const MINIMISE_EXAMPLES: &str = "Examples:
+  droid-crawl minimise --run latest                     (every crash and ANR of the newest run)
+  droid-crawl minimise --run RUN --crash SIGNATURE --minimise-budget 90s
+  droid-crawl minimise --run RUN --sim builtin:shop --verify 5
+Each result is a `minimised` note in the run (droid-report shows it) and three files in its
+session folder's repro/: a Maestro flow, an adb shell script, the events `replay --events` takes.
+See docs/repro.md.";
+
 /// Where replays run and what they read: the device (or `--sim`), crawler.db, the test
 /// password.
 #[derive(Debug, Clone, clap::Args)]
