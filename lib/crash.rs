@@ -128,6 +128,21 @@ pub struct MinimisedData {
     pub exports: std::collections::BTreeMap<String, String>,
 }
 
+impl MinimisedData {
+    /// `reproduced 3 of 3 (reproduced)`, `reproduced 1 of 3 (flaky)`, or `unverified`.
+    pub fn verdict_text(&self) -> String {
+        match self.verdict.as_str() {
+            "unverified" => "unverified".to_string(),
+            verdict => format!(
+                "reproduced {} of {} ({})",
+                self.reproduced,
+                self.verify_replays,
+                verdict.replace('_', " ")
+            ),
+        }
+    }
+}
+
 /// Removes the logcat prefix of a line (threadtime, brief, tag or Studio style), keeping what the
 /// app or the system wrote. `None` when the line has no prefix.
 fn strip_prefix(line: &str) -> Option<&str> {

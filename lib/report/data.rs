@@ -163,15 +163,7 @@ impl Minimised {
             (false, Some(halt)) => format!("stopped ({halt})"),
             (false, None) => "as recorded".to_string(),
         };
-        let verdict = match m.verdict.as_str() {
-            "unverified" => "unverified".to_string(),
-            verdict => format!(
-                "reproduced {} of {} ({})",
-                m.reproduced,
-                m.verify_replays,
-                verdict.replace('_', " ")
-            ),
-        };
+        let verdict = m.verdict_text();
         format!(
             "{} steps (from {}), {shape}; {verdict}; {} replays, {:.1} s",
             m.minimal_steps.len(),

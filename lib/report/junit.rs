@@ -66,15 +66,7 @@ fn failure_text(group: &CrashGroup) -> String {
     }
     if let Some(minimised) = &group.minimised {
         let _ = writeln!(text, "minimal steps: {}", minimised.summary());
-        for (i, step) in minimised.data.minimal_steps.iter().enumerate() {
-            let _ = writeln!(
-                text,
-                "{}. {} (step {})",
-                i + 1,
-                clean(&step.action),
-                step.step
-            );
-        }
+        numbered(&mut text, &minimised.data.minimal_steps);
         for (what, path) in &minimised.files {
             let _ = writeln!(text, "{what}: {}", path.display());
         }
@@ -82,15 +74,7 @@ fn failure_text(group: &CrashGroup) -> String {
     if let Some(first) = group.occurrences.first() {
         if !first.repro_steps.is_empty() {
             text.push_str("steps to reproduce (from the app's launch):\n");
-            for (i, step) in first.repro_steps.iter().enumerate() {
-                let _ = writeln!(
-                    text,
-                    "{}. {} (step {})",
-                    i + 1,
-                    clean(&step.action),
-                    step.step
-                );
-            }
+            numbered(&mut text, &first.repro_steps);
         }
         if let Some(shot) = &first.screenshot {
             let _ = writeln!(text, "screenshot: {}", shot.display());
@@ -196,6 +180,19 @@ pub fn render(report: &Report) -> String {
 fn timestamp(ts: &str) -> &str {
     let cut = ts.find(['.', 'Z', '+']).unwrap_or(ts.len());
     &ts[..cut]
+}
+
+/// `1. action (step N)` lines.
+fn numbered(text: &mut String, steps: &[crate::crash::ReproStep]) {
+    for (i, step) in steps.iter().enumerate() {
+        let _ = writeln!(
+            text,
+            "{}. {} (step {})",
+            i + 1,
+            clean(&step.action),
+            step.step
+        );
+    }
 }
 
 #[cfg(test)]

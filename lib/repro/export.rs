@@ -48,18 +48,22 @@ pub struct Target<'s> {
     pub clear_data: bool,
 }
 
-/// A Maestro flow of the steps `picks` of `script`.
-pub fn maestro(script: &Script, picks: &[usize], target: &Target<'_>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# {}", one_line(&target.provenance));
-    let _ = writeln!(
-        out,
-        "# {} {} in {}: {}",
+/// The comment lines both exports start with: where the path comes from, and the failure.
+fn header(target: &Target<'_>) -> String {
+    format!(
+        "# {}\n# {} {} in {}: {}\n",
+        one_line(&target.provenance),
         target.kind,
         target.signature,
         target.package,
         one_line(target.title)
-    );
+    )
+}
+
+/// A Maestro flow of the steps `picks` of `script`.
+pub fn maestro(script: &Script, picks: &[usize], target: &Target<'_>) -> String {
+    let mut out = String::new();
+    out.push_str(&header(target));
     let _ = writeln!(
         out,
         "# Run: maestro test FILE (-e TEST_PASSWORD=... when a step types it)"
@@ -219,15 +223,7 @@ fn direction_word(action: &ActionType) -> &'static str {
 pub fn shell(script: &Script, picks: &[usize], target: &Target<'_>) -> String {
     let package = shell_quote(target.package);
     let mut out = String::from("#!/bin/sh\n");
-    let _ = writeln!(out, "# {}", one_line(&target.provenance));
-    let _ = writeln!(
-        out,
-        "# {} {} in {}: {}",
-        target.kind,
-        target.signature,
-        target.package,
-        one_line(target.title)
-    );
+    out.push_str(&header(target));
     out.push_str(
         "# Run with the device attached: ANDROID_SERIAL=SERIAL sh FILE (ADB=/path/to/adb,\n\
          # STEP_DELAY=seconds between steps, default 1; TEST_PASSWORD=... when a step types it).\n\

@@ -664,13 +664,7 @@ pub fn describe(data: &MinimisedData) -> String {
         (false, Some(halt)) => format!(" (stopped: {halt})"),
         (false, None) => " (not reproduced from the recording)".to_string(),
     };
-    let verdict = match data.verdict.as_str() {
-        "unverified" => "unverified".to_string(),
-        verdict => format!(
-            "reproduced {} of {} ({verdict})",
-            data.reproduced, data.verify_replays
-        ),
-    };
+    let verdict = data.verdict_text();
     format!(
         "{} {}: {} steps → {}{shape}, {} replays in {:.1} s; {verdict}",
         data.kind,
