@@ -321,7 +321,9 @@ mod tests {
         let mut spent = 0;
         let mut test = |candidate: &[usize]| {
             spent += 1;
-            match spent > 3 {
+            // Halves, then quarters, pass; the seventh test (all but the first quarter) fails
+            // and is the sequence kept when the eighth is refused.
+            match spent > 7 {
                 true => Err(Halt::Budget),
                 false => inner(candidate),
             }
@@ -329,7 +331,8 @@ mod tests {
         let found = ddmin((0..40).collect(), &mut test);
         assert_eq!(found.halted, Some(Halt::Budget));
         assert!(!found.one_minimal);
-        assert_eq!(found.tests, 3);
+        assert_eq!(found.tests, 7);
+        assert_eq!(found.items, (10..=20).collect::<Vec<_>>());
         // Whatever it holds still fails.
         assert!(matches!(
             needs(&needed)(&found.items),
