@@ -430,10 +430,18 @@ impl Page {
                         "events" => "events for droid-crawl replay",
                         other => other,
                     };
-                    let href = m.exports.get(what).cloned().unwrap_or_default();
+                    // The file itself, so the report stays one offline file wherever it goes.
+                    let file = path.file_name().unwrap_or_default().to_string_lossy();
+                    let link = match std::fs::read(path) {
+                        Ok(bytes) => format!(
+                            "<a download=\"{}\" href=\"data:text/plain;base64,{}\">{name}</a>",
+                            escape(&clean(&file)),
+                            base64::engine::general_purpose::STANDARD.encode(bytes)
+                        ),
+                        Err(_) => name.to_string(),
+                    };
                     format!(
-                        "<a href=\"{}\">{name}</a> <code>{}</code>",
-                        escape(&href),
+                        "{link} <code>{}</code>",
                         escape(&clean(&path.display().to_string()))
                     )
                 })

@@ -1102,10 +1102,7 @@ fn a_past_run_is_analysed_by_mobsf_and_its_figures_join_the_run() {
     let done = analyse(&server.url, MOBSF_KEY);
     let said = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(0), "{said}");
-    assert!(
-        said.contains(&format!("droid-report --run {run}")),
-        "{said}"
-    );
+    assert!(said.contains(&format!("droid-report {run}")), "{said}");
     let stats = run_stats(std::path::Path::new(&db));
     assert_eq!(stats["mobsf_security_score"], 52.0);
     let session = std::path::PathBuf::from(events.last().unwrap()["session_dir"].as_str().unwrap());
