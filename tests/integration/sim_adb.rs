@@ -243,6 +243,7 @@ fn adb_push_stdin_and_kill_server() {
 
 #[test]
 fn adb_taps_walk_the_recorded_transitions_of_the_notes_app() {
+    droid::fixtures_or_skip!();
     let Some(adb) = adb_binary() else { return };
     let dir = tempfile::tempdir().unwrap();
     let truth = dir.path().join("truth.jsonl");
