@@ -260,8 +260,7 @@ impl Driver<'_, '_> {
             self.since_launch.clear();
         }
         self.last_screenshot = observation.screenshot_path.clone();
-        let explored = self.stage.as_ref().is_some_and(decide::Stage::explored);
-        Ok(match (decision.done, explored) {
+        Ok(match (decision.done, decision.explored) {
             (true, _) => StepEnd::TaskDone,
             (false, true) => StepEnd::Explored,
             (false, false) => StepEnd::Next,

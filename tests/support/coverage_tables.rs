@@ -2,6 +2,8 @@
 //! sections in bench.json). The bench prints them with this code, and docs/decide.md holds the
 //! same text between markers: `docs::coverage_tables_are_bench_json_s` checks it, and
 //! `make docs` (`DROID_WRITE_DOCS=1`) rewrites it from bench.json.
+// The bench renders; only the test reads and writes documents.
+#![allow(dead_code)]
 
 use serde_json::{Map, Value};
 
