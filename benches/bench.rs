@@ -997,7 +997,10 @@ fn coverage() {
                 .collect();
             let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
             let share = 100.0 * mean / ceiling.len().max(1) as f64;
-            shares.entry(label.as_str()).or_default().push((name, share));
+            shares
+                .entry(label.as_str())
+                .or_default()
+                .push((name, share));
             let explored: Vec<&explore::Run> =
                 runs.iter().filter(|r| r.ended == "explored").collect();
             // An end declared while a screen of the ceiling was one recorded move away from a
@@ -1039,7 +1042,10 @@ fn coverage() {
                 ("explored_one_move_short", serde_json::json!(short)),
                 ("inferred_per_run", serde_json::json!(inferred)),
                 ("most_steps_repeated", serde_json::json!(repeated)),
-                ("model_calls_per_new_screen", serde_json::json!(calls_per_screen)),
+                (
+                    "model_calls_per_new_screen",
+                    serde_json::json!(calls_per_screen),
+                ),
                 ("told_apart_mean", serde_json::json!(keys_mean)),
             ] {
                 figure("coverage", &format!("{key}.{field}"), value);
@@ -1055,7 +1061,9 @@ fn coverage() {
                 let last_move = |screen: &str| {
                     let path = check.screens.iter().find(|s| s.screen == screen);
                     path.and_then(|s| s.path.last())
-                        .map_or(String::new(), |step| format!("{} on {}", step.action, step.from))
+                        .map_or(String::new(), |step| {
+                            format!("{} on {}", step.action, step.from)
+                        })
                 };
                 let list: Vec<String> = count
                     .iter()
@@ -1074,7 +1082,9 @@ fn coverage() {
         }
         told_apart.push(apart);
     }
-    println!("\nOver the apps, per decider: the mean share of the ceiling reached, and the lowest:\n");
+    println!(
+        "\nOver the apps, per decider: the mean share of the ceiling reached, and the lowest:\n"
+    );
     println!("| decider | mean % of ceiling | lowest app |");
     println!("|---|---:|---|");
     for (label, list) in &shares {
@@ -1179,7 +1189,11 @@ fn misses() {
                     d.step.unwrap_or(0),
                     d.actions
                         .iter()
-                        .map(|a| a.action_desc.clone().unwrap_or_else(|| a.action.to_string()))
+                        .map(|a| {
+                            a.action_desc
+                                .clone()
+                                .unwrap_or_else(|| a.action.to_string())
+                        })
                         .collect(),
                 )),
                 _ => None,
@@ -1214,7 +1228,10 @@ fn misses() {
                 println!(
                     "  {step:>3} {shown} [{}] {} → new {}",
                     key.rsplit('|').next().unwrap_or_default(),
-                    decisions.get(&step).map(|d| d.join("; ")).unwrap_or_default(),
+                    decisions
+                        .get(&step)
+                        .map(|d| d.join("; "))
+                        .unwrap_or_default(),
                     new.join(" ")
                 );
             }
@@ -1223,7 +1240,9 @@ fn misses() {
             if run.reached.contains(&walk.screen) {
                 continue;
             }
-            let Some(last) = walk.path.last() else { continue };
+            let Some(last) = walk.path.last() else {
+                continue;
+            };
             let target = last
                 .target
                 .as_ref()
@@ -1239,7 +1258,11 @@ fn misses() {
                 walk.screen,
                 last.action,
                 last.from,
-                if run.shown.contains(&last.from) { "yes" } else { "no" },
+                if run.shown.contains(&last.from) {
+                    "yes"
+                } else {
+                    "no"
+                },
                 visits.len()
             );
             for step in visits.iter().take(6) {
@@ -1252,7 +1275,10 @@ fn misses() {
                 println!(
                     "    step {step} [{}]: {}",
                     keyed.rsplit('|').next().unwrap_or_default(),
-                    decisions.get(step).map(|d| d.join("; ")).unwrap_or_default()
+                    decisions
+                        .get(step)
+                        .map(|d| d.join("; "))
+                        .unwrap_or_default()
                 );
             }
         }

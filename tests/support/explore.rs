@@ -19,7 +19,12 @@ use serde_json::Value;
 #[allow(dead_code)]
 pub fn explore(app: &str, decider: Decider, seed: u64, steps_per_screen: u64) -> (usize, usize) {
     let (_, reachable, _) = model_facts(app);
-    let run = run_app(app, decider, seed, steps_per_screen * reachable.len() as u64);
+    let run = run_app(
+        app,
+        decider,
+        seed,
+        steps_per_screen * reachable.len() as u64,
+    );
     (run.reached.len(), run.reachable.len())
 }
 
@@ -30,7 +35,10 @@ pub fn app_models() -> Vec<String> {
     let mut apps: Vec<String> = ["builtin:shop", "builtin:settings", "builtin:tiny"]
         .map(String::from)
         .to_vec();
-    let what = format!("the real apps' models in {}", droid::fixtures::current_test());
+    let what = format!(
+        "the real apps' models in {}",
+        droid::fixtures::current_test()
+    );
     if let Some(fixtures) = droid::fixtures::available(&what) {
         let mut real: Vec<String> = std::fs::read_dir(fixtures.join("apps"))
             .into_iter()
