@@ -4,10 +4,10 @@
 use std::collections::BTreeSet;
 
 use super::{
-    InstallError, World, ADB_KEYBOARD_IME, ADB_KEYBOARD_PACKAGE, LATIN_IME, SYSTEM_PACKAGES,
+    Crash, InstallError, World, ADB_KEYBOARD_IME, ADB_KEYBOARD_PACKAGE, LATIN_IME, SYSTEM_PACKAGES,
 };
 use crate::sim::model::Destination;
-use crate::sim::system::{package_label, LAUNCHER_PACKAGE};
+use crate::sim::system::{package_label, threadtime_lines, LAUNCHER_PACKAGE};
 impl World {
     pub fn installed_packages(&self) -> Vec<String> {
         let mut packages: BTreeSet<String> = SYSTEM_PACKAGES
@@ -82,18 +82,33 @@ impl World {
 
     /// The crash buffer as `logcat -b crash -d` prints it (FATAL EXCEPTION blocks).
     pub fn crash_log(&self) -> String {
-        if self.crash_blocks.is_empty() {
+        if self.crashes.is_empty() {
             return String::new();
         }
         let mut out = String::from("--------- beginning of crash\n");
-        for block in &self.crash_blocks {
-            out.push_str(block);
+        for crash in &self.crashes {
+            out.push_str(&threadtime_lines(
+                &crash.time,
+                crash.pid,
+                'E',
+                "AndroidRuntime",
+                &crash.lines,
+            ));
         }
         out
     }
 
+    /// The crashes after the one numbered `seq`, oldest first.
+    pub fn crashes_since(&self, seq: u64) -> Vec<Crash> {
+        self.crashes
+            .iter()
+            .filter(|crash| crash.seq > seq)
+            .cloned()
+            .collect()
+    }
+
     pub fn clear_crash_log(&mut self) {
-        self.crash_blocks.clear();
+        self.crashes.clear();
     }
 
     /// Installed input methods, as `ime list -a -s` prints their ids.

@@ -117,6 +117,18 @@ pub enum InstallError {
     Exists(String),
 }
 
+/// An app's uncaught exception, as `AndroidRuntime` logged it into the crash buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Crash {
+    /// 1 for the device's first crash, then counting up (clearing the buffer keeps counting).
+    pub seq: u64,
+    pub time: chrono::DateTime<chrono::Utc>,
+    pub package: String,
+    pub pid: u32,
+    /// The FATAL EXCEPTION block, one log line each.
+    pub lines: Vec<String>,
+}
+
 /// What an entry of a back stack shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum View {
@@ -172,7 +184,10 @@ pub struct World {
     /// Least recent first; the last one is in front when `front` is `App`.
     tasks: Vec<Task>,
     front: Front,
-    crash_blocks: Vec<String>,
+    /// The crash buffer: every uncaught exception since the last clear.
+    crashes: Vec<Crash>,
+    /// How many crashes ever happened (the `seq` of the last one).
+    crash_count: u64,
     pids: BTreeMap<String, u32>,
     next_pid: u32,
     anr_screen: Option<String>,
@@ -196,7 +211,8 @@ impl World {
             options,
             tasks: Vec::new(),
             front: Front::Launcher,
-            crash_blocks: Vec::new(),
+            crashes: Vec::new(),
+            crash_count: 0,
             pids: BTreeMap::new(),
             next_pid: FIRST_PID,
             anr_screen: None,
