@@ -16,6 +16,7 @@ pub mod logcat;
 mod monkey;
 mod pm;
 pub mod procfs;
+mod run_as;
 mod screencap;
 mod screenrecord;
 pub mod settings;
@@ -66,6 +67,7 @@ const PROGRAMS: &[&str] = &[
     "ps",
     "reboot",
     "rm",
+    "run-as",
     "screencap",
     "screenrecord",
     "settings",
@@ -297,6 +299,7 @@ impl Phone {
             "kill" => self.kill(args),
             "pkill" => self.pkill(args),
             "pgrep" => self.pgrep(args),
+            "run-as" => self.run_as(args),
             "reboot" => Output::error("reboot: rebooting is not simulated\n", 1),
             other => Output::error(
                 format!("/system/bin/sh: {other}: inaccessible or not found\n"),
