@@ -156,6 +156,8 @@ pub struct Phone {
     processes: Mutex<Vec<Process>>,
     next_pid: AtomicU32,
     capture: Mutex<Option<pcapdroid::Capture>>,
+    /// The package installer's sessions (`pm install-create`).
+    sessions: Mutex<pm::Sessions>,
     settings: Mutex<Settings>,
     logs: Mutex<LogBuffers>,
     /// Notified whenever lines were logged (a streaming `logcat` waits on it).
@@ -203,6 +205,7 @@ impl Phone {
             processes: Mutex::new(Vec::new()),
             next_pid: AtomicU32::new(9000),
             capture: Mutex::new(None),
+            sessions: Mutex::new(pm::Sessions::default()),
             settings: Mutex::new(Settings::default()),
             // The phone booted a while before the simulator took its first command.
             logs: Mutex::new(LogBuffers::new(
