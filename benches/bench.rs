@@ -233,7 +233,7 @@ fn hostile_dumps(size: usize) -> Vec<(&'static str, String)> {
             dump_node(i, "android.widget.TextView", &format!("{extra}/"))
         }),
     );
-    let depth = droid::ui::parse::MAX_DEPTH - 1;
+    let depth = droid::ui::MAX_DEPTH - 1;
     let deep = fill(
         head.into(),
         Box::new(move |i| {

@@ -97,10 +97,15 @@ impl Driver<'_, '_> {
                     return ("COMPLETED", "task_done".into());
                 }
                 Ok(StepEnd::Explored) => {
-                    run.set_state(
-                        State::Stopping,
-                        Some("everything the exploration found is explored"),
-                    );
+                    let why = match self.stage.as_ref().map(|s| s.heuristic().graph().tally()) {
+                        Some(tally) => format!(
+                            "everything the exploration found is explored: every action of \
+                             its {} states tried ({} actions)",
+                            tally.states, tally.actions
+                        ),
+                        None => "everything the exploration found is explored".to_string(),
+                    };
+                    run.set_state(State::Stopping, Some(&why));
                     return ("COMPLETED", "explored".into());
                 }
                 Err(StepError::Explore(ExploreError::Capture { source, .. }))

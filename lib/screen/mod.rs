@@ -36,6 +36,10 @@ pub use role::{
     Rank,
 };
 
+/// How far (in pixels) a control may reach up into its form's first field's row and still be
+/// below it: rows of a dialog or a form touch, an app bar's actions sit beside the field.
+const FORM_ROW_SLACK: i32 = 8;
+
 /// Which screen an observation shows (see the module documentation): the activity (else the
 /// package), a bar, and a digest of the actionable widgets (`w:`) or, without any, of the layout
 /// (`l:`). The same string in the decider's graph, crawler.db's `screens.composite_hash` and
@@ -293,13 +297,19 @@ impl<'o> Screen<'o> {
         let actionable: Vec<&UiElement> = controls(elements)
             .filter(|e| seen.insert(ActionKey::of(e)))
             .collect();
-        let first_field = actionable.iter().find(|e| e.editable).map(|e| e.element_id);
+        let first_field = actionable.iter().find(|e| e.editable).copied();
         let has_form = first_field.is_some();
         let widgets: Vec<Widget> = actionable
             .into_iter()
             .map(|element| {
                 let label = label_in(elements, element);
-                let after_field = first_field.is_some_and(|field| element.element_id > field);
+                // A form's controls follow its first field and sit below it: a button in the
+                // field's own row (an app bar's actions beside its search field, a field's
+                // clear button) is no part of what the field fills in.
+                let after_field = first_field.is_some_and(|field| {
+                    element.element_id > field.element_id
+                        && element.bounds.y1 >= field.bounds.y2 - FORM_ROW_SLACK
+                });
                 let control = after_field
                     && (element.checkable
                         || is_submit(label)
@@ -597,6 +607,32 @@ mod tests {
             Screen::with_model(&other, &model).key(),
             Screen::of(&other).key()
         );
+    }
+
+    #[test]
+    fn buttons_beside_a_field_are_no_controls_of_its_form_and_buttons_below_it_are() {
+        // An app bar: a search field and two action buttons in one row; a list below; a bar of
+        // buttons under a form's field lower down.
+        let xml = r#"<hierarchy><node class="android.widget.FrameLayout" enabled="true" bounds="[0,0][1080,2400]"><node class="android.widget.LinearLayout" resource-id="app:id/toolbar" enabled="true" bounds="[0,80][1080,230]"><node class="android.widget.EditText" resource-id="app:id/search" text="" clickable="true" enabled="true" bounds="[0,80][700,230]"/><node class="android.widget.LinearLayout" enabled="true" bounds="[700,80][1080,230]"><node class="android.widget.Button" text="Sort by" clickable="true" enabled="true" bounds="[700,80][890,230]"/><node class="android.widget.Button" text="Settings" clickable="true" enabled="true" bounds="[890,80][1080,230]"/></node></node><node class="android.widget.EditText" resource-id="app:id/name" clickable="true" enabled="true" bounds="[0,1000][1080,1150]"/><node class="android.widget.LinearLayout" enabled="true" bounds="[0,1150][1080,1300]"><node class="android.widget.Button" text="Cancel" clickable="true" enabled="true" bounds="[0,1150][540,1300]"/><node class="android.widget.Button" text="Rename" clickable="true" enabled="true" bounds="[540,1150][1080,1300]"/></node></node></hierarchy>"#;
+        let o = observation("A", xml);
+        let screen = Screen::of(&o);
+        let controls: Vec<&str> = screen
+            .widgets()
+            .iter()
+            .filter(|w| w.control)
+            .map(|w| w.label)
+            .collect();
+        assert_eq!(controls, ["Rename"]);
+        let rank = |label: &str| {
+            screen
+                .widgets()
+                .iter()
+                .find(|w| w.label == label)
+                .unwrap()
+                .rank
+        };
+        assert_eq!(rank("Sort by"), Rank::Text);
+        assert_eq!(rank("Rename"), Rank::SubmitButton);
     }
 
     #[test]

@@ -11,6 +11,11 @@ pub use tree::{is_actionable, prune, prune_report, Pruned};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Deepest nesting of a hierarchy: [`parse()`] refuses a dump nested deeper, and every walk down
+/// the elements (signatures, the pruned tree) stops there, so no input recurses past it. Real
+/// dumps stay under 100 levels.
+pub const MAX_DEPTH: usize = 1000;
+
 /// The element's own words: its text (never a password field's), else its content description.
 pub fn own_label(e: &UiElement) -> &str {
     let text = if e.password { "" } else { e.text.trim() };

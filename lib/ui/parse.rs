@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{signature, Bounds, UiElement};
+use super::{signature, Bounds, UiElement, MAX_DEPTH};
 
 /// Why a dump is not a usable hierarchy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,9 +58,6 @@ pub enum ParseError {
     #[error("element paths would take more than {0} bytes ({XPATH_BUDGET_RATIO} times the dump)")]
     PathsTooLong(usize),
 }
-
-/// Deepest nesting accepted. Real dumps stay under 100 levels.
-pub const MAX_DEPTH: usize = 1000;
 
 /// Most attributes accepted on one element. Real nodes have 17 to 22.
 pub const MAX_ATTRIBUTES: usize = 64;

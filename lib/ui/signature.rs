@@ -17,8 +17,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::parse::MAX_DEPTH;
-use super::UiElement;
+use super::{UiElement, MAX_DEPTH};
 
 /// Between a widget's own fields.
 const FIELD: u8 = 0x1f;

@@ -32,8 +32,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
-use super::parse::MAX_DEPTH;
-use super::UiElement;
+use super::{UiElement, MAX_DEPTH};
 
 /// Longest label shown, in characters; longer ones end with `…`.
 const MAX_LABEL_CHARS: usize = 100;

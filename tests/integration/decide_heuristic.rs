@@ -1001,15 +1001,15 @@ fn stage_runs_in_process_over_a_reader_and_a_writer() {
     assert_eq!(output.lines().count(), 2);
 }
 
-/// One short exploration per bundled app (three steps per screen it has, the command line's
+/// One short exploration per bundled app (four steps per screen it has, the command line's
 /// default seed): the heuristic finds every screen, far more than random does. The sweeps over
 /// every app model and many seeds are `make coverage`'s.
 #[test]
 fn a_short_exploration_finds_every_screen_of_each_bundled_app_and_more_than_random() {
     for name in droid::sim::model::builtin_names() {
         let app = format!("builtin:{name}");
-        let (reached, reachable) = explore(&app, decide::Decider::Heuristic, 0, 3);
-        let (random, _) = explore(&app, decide::Decider::Random, 0, 3);
+        let (reached, reachable) = explore(&app, decide::Decider::Heuristic, 0, 4);
+        let (random, _) = explore(&app, decide::Decider::Random, 0, 4);
         assert!(
             reached == reachable && reached > random,
             "{app}: heuristic {reached} of {reachable}, random {random}"

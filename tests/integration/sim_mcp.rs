@@ -4,8 +4,8 @@
 //! stdio transport (one JSON-RPC message per line) and confirms each action in the simulator's
 //! truth log.
 //!
-//! The client comes from `tests/node/package-lock.json` (`npm ci --prefix tests/node`, which
-//! `.ci/run` does). Without node, the package or `adb` the test prints a skip notice and
+//! The client comes from `tests/node/package-lock.json` (`npm install --prefix tests/node
+//! --no-save`, which `.ci/run` does). Without node, the package or `adb` the test prints a skip notice and
 //! passes, except under `DROID_REQUIRE_ADB=1`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -20,7 +20,7 @@ use crate::sim_adb::SimProcess;
 
 const PACKAGE: &str = "com.example.shop";
 
-/// mobile-mcp's entry point when `npm ci` ran; `None` (after a notice) when the test may skip.
+/// mobile-mcp's entry point when the npm install ran; `None` (after a notice) when the test may skip.
 fn mobile_mcp() -> Option<PathBuf> {
     if !require_tool("node", "nodejs") || !require_tool("adb", "adb") {
         return None;
@@ -29,7 +29,7 @@ fn mobile_mcp() -> Option<PathBuf> {
     if entry.is_file() {
         return Some(entry);
     }
-    let install = "npm ci --prefix tests/node";
+    let install = "npm install --prefix tests/node --no-save";
     if std::env::var("DROID_REQUIRE_ADB").as_deref() == Ok("1") {
         panic!("DROID_REQUIRE_ADB=1 but mobile-mcp is not installed: {install}");
     }

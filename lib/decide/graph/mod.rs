@@ -80,6 +80,15 @@ impl Node {
     }
 }
 
+/// What the graph knows of the app and what is left (see [`Graph::tally`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub states: usize,
+    pub actions: usize,
+    pub states_left: usize,
+    pub actions_left: usize,
+}
+
 /// Where a widget was last seen on its screen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Place {
@@ -187,6 +196,23 @@ impl Graph {
             }
         }
         id
+    }
+
+    /// How much of the app the graph knows and how much of it is left: its states (screens
+    /// of the app, another app's excluded) and their actions, and of those the states with
+    /// actions not tried and those actions.
+    pub fn tally(&self) -> Tally {
+        let own = self.screens.iter().filter(|s| !s.outside);
+        let mut tally = Tally::default();
+        for screen in own {
+            tally.states += 1;
+            tally.actions += screen.actions.len();
+            if !screen.untried.is_empty() {
+                tally.states_left += 1;
+                tally.actions_left += screen.untried.len();
+            }
+        }
+        tally
     }
 
     /// The identity of a screen of the graph.

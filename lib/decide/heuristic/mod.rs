@@ -16,8 +16,9 @@
 //! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
 //! once, when its own actions are all tried or nothing else is worth more; back that leaves the
 //! app is followed by a relaunch.
-//! When nothing untried is known: back, then relaunch with every route revived; when such
-//! relaunches keep finding nothing, the exploration is complete ([`Heuristic::explored`]). The
+//! When nothing untried is within reach: back, then relaunch with every route revived; once no
+//! state the graph tells apart has an untried action, the exploration is complete
+//! ([`Heuristic::explored`]). The
 //! same seed and the same observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
@@ -46,11 +47,6 @@ use crate::screen::{ActionKey, Rank, Screen, BACK};
 /// Consecutive steps that discover nothing (see [`Heuristic::note_idle`]) after which coming
 /// back to a screen seen in them counts as going round a cycle.
 pub const CYCLE_STEPS: usize = 6;
-
-/// Rounds with every route revived that may discover nothing before the exploration is
-/// complete (see [`Heuristic::explored`]): a walk along a revived route that went astray may
-/// go elsewhere the next time, since the routes given up on differ from round to round.
-const ROUNDS_WITHOUT_DISCOVERY: u32 = 2;
 
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,12 +174,13 @@ impl Heuristic {
         }
     }
 
-    /// Whether the exploration is complete: nothing untried was left, the app was relaunched
-    /// with every route revived, and that happened `ROUNDS_WITHOUT_DISCOVERY` (2) times more
-    /// with nothing discovered since the first (walks along revived routes that go astray again
-    /// find nothing). Choosing on would go round the same moves; droid-crawl ends the run.
+    /// Whether the exploration is complete: no state of the app it tells apart has an action
+    /// not tried, nothing was left to reach, and a relaunch with every route revived found
+    /// nothing new. A state left with untried actions that no known route reaches keeps the
+    /// exploration going (relaunching, reviving routes) until a limit ends the run: "explored"
+    /// is never said of an app with something known and not tried.
     pub fn explored(&self) -> bool {
-        self.revived > ROUNDS_WITHOUT_DISCOVERY
+        self.revived > 0 && self.graph.tally().actions_left == 0
     }
 
     /// The app under test (back out of, and relaunch, when the device leaves it) and the other
@@ -499,9 +496,17 @@ impl Heuristic {
         if !self.graph.is_tried(screen, &BACK) {
             return back("every action here is explored and no known path leads further".into());
         }
-        let mut choice = match self.revived >= ROUNDS_WITHOUT_DISCOVERY {
-            true => self.relaunch("everything the exploration found is explored"),
-            false => self.relaunch("nothing left to explore from here"),
+        let tally = self.graph.tally();
+        let mut choice = match tally.actions_left {
+            0 => self.relaunch(&format!(
+                "everything the exploration found is explored: {} states, {} actions",
+                tally.states, tally.actions
+            )),
+            left => self.relaunch(&format!(
+                "nothing left to explore from here; {left} actions not tried on {} states no \
+                 known route reaches",
+                tally.states_left
+            )),
         };
         choice.commits.revive = true;
         choice
