@@ -36,6 +36,7 @@ mod sim_dispatch;
 mod sim_infer;
 mod sim_install;
 mod sim_mcp;
+mod sim_programs;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;
