@@ -16,6 +16,8 @@ use droid::store::{Store, JOURNAL_STEPS};
 use droid::ui::{Bounds, UiElement};
 use image::{DynamicImage, Rgb, RgbImage};
 
+#[path = "../tests/support/coverage_tables.rs"]
+mod coverage_tables;
 #[path = "support/crawl.rs"]
 mod crawl;
 #[path = "../tests/support/explore.rs"]
@@ -88,8 +90,16 @@ fn main() {
         }
     }
     if let Some(path) = json {
+        // The sections that ran replace theirs in the file; the others stay as they were.
+        let mut kept: BTreeMap<String, serde_json::Value> = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
         let figures = FIGURES.lock().unwrap_or_else(|p| p.into_inner());
-        let text = serde_json::to_string_pretty(&*figures).expect("figures") + "\n";
+        for (section, values) in figures.iter() {
+            kept.insert(section.clone(), serde_json::Value::Object(values.clone()));
+        }
+        let text = serde_json::to_string_pretty(&kept).expect("figures") + "\n";
         std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
     }
 }
@@ -943,21 +953,20 @@ fn coverage() {
         deciders = ["heuristic", "dfs", "random"].map(String::from).to_vec();
     }
     let missed = std::env::var_os("MISSED").is_some();
-    figure("coverage", "per_screen", serde_json::json!(per_screen));
-    figure("coverage", "seeds", serde_json::json!(seeds));
-    println!(
-        "Budget {per_screen} × the ceiling's screens; seeds 0-{}.\n",
-        seeds - 1
+    // 3 × is the section `make bench` keeps; another budget is a section of its own.
+    let section = coverage_tables::section_name(per_screen);
+    let section = section.as_str();
+    figure(section, "per_screen", serde_json::json!(per_screen));
+    figure(section, "seeds", serde_json::json!(seeds));
+    figure(
+        section,
+        "apps",
+        serde_json::json!(apps.iter().map(|a| app_name(a)).collect::<Vec<_>>()),
     );
-    println!(
-        "| app | ceiling | budget | decider | own screens reached, seeds 0-{} | mean | % of ceiling | ended explored | explored, a ceiling screen one move away | moves inferred per run | most steps repeated | model calls per new screen |",
-        seeds - 1
-    );
-    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    figure(section, "deciders", serde_json::json!(deciders));
     let mut gaps = Vec::new();
     let mut demands = Vec::new();
-    let mut told_apart = Vec::new();
-    let mut shares: BTreeMap<&str, Vec<(&str, f64)>> = BTreeMap::new();
+    let mut shares: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for app in &apps {
         let name = app_name(app);
         let check = droid::sim::check::check(app).expect("droid-sim --check");
@@ -977,12 +986,6 @@ fn coverage() {
                 .collect::<std::collections::BTreeSet<_>>()
                 .len()
         };
-        let mut apart = ToldApart {
-            name,
-            ceiling: ceiling.len(),
-            keys: distinct(&mut ceiling.iter()),
-            reached: Vec::new(),
-        };
         for label in &deciders {
             let decider = match label.as_str() {
                 "heuristic" => droid::decide::Decider::Heuristic,
@@ -997,10 +1000,7 @@ fn coverage() {
                 .collect();
             let mean = reached.iter().sum::<usize>() as f64 / reached.len() as f64;
             let share = 100.0 * mean / ceiling.len().max(1) as f64;
-            shares
-                .entry(label.as_str())
-                .or_default()
-                .push((name, share));
+            shares.entry(label.clone()).or_default().push(share);
             let explored: Vec<&explore::Run> =
                 runs.iter().filter(|r| r.ended == "explored").collect();
             // An end declared while a screen of the ceiling was one recorded move away from a
@@ -1019,20 +1019,11 @@ fn coverage() {
                 .map(|run| distinct(&mut run.reached.iter().filter(|s| ceiling.contains(*s))))
                 .collect();
             let keys_mean = keys_reached.iter().sum::<usize>() as f64 / runs.len().max(1) as f64;
-            apart.reached.push(keys_mean);
-            let list: Vec<String> = reached.iter().map(usize::to_string).collect();
             let repeated = runs
                 .iter()
                 .map(explore::Run::longest_repeat)
                 .max()
                 .unwrap_or(0);
-            println!(
-                "| {name} | {} | {budget} | {label} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {} | {inferred:.1} | {repeated} | {calls_per_screen:.1} |",
-                ceiling.len(),
-                list.join(" "),
-                explored.len(),
-                short.len(),
-            );
             let key = format!("{name}.{label}");
             for (field, value) in [
                 ("reached", serde_json::json!(reached)),
@@ -1048,7 +1039,7 @@ fn coverage() {
                 ),
                 ("told_apart_mean", serde_json::json!(keys_mean)),
             ] {
-                figure("coverage", &format!("{key}.{field}"), value);
+                figure(section, &format!("{key}.{field}"), value);
             }
             if missed {
                 let mut count: BTreeMap<&String, usize> = BTreeMap::new();
@@ -1075,53 +1066,25 @@ fn coverage() {
         for (field, value) in [
             ("ceiling", serde_json::json!(ceiling.len())),
             ("budget", serde_json::json!(budget)),
-            ("told_apart", serde_json::json!(apart.keys)),
+            (
+                "told_apart",
+                serde_json::json!(distinct(&mut ceiling.iter())),
+            ),
             ("inferred_moves", serde_json::json!(check.inferred_moves)),
         ] {
-            figure("coverage", &format!("{name}.{field}"), value);
+            figure(section, &format!("{name}.{field}"), value);
         }
-        told_apart.push(apart);
     }
-    println!(
-        "\nOver the apps, per decider: the mean share of the ceiling reached, and the lowest:\n"
-    );
-    println!("| decider | mean % of ceiling | lowest app |");
-    println!("|---|---:|---|");
     for (label, list) in &shares {
-        let mean_share = list.iter().map(|(_, s)| s).sum::<f64>() / list.len().max(1) as f64;
-        let (lowest, low) = list
-            .iter()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .copied()
-            .unwrap_or(("", 0.0));
-        println!("| {label} | {mean_share:.0}% | {lowest} ({low:.0}%) |");
+        let mean_share = list.iter().sum::<f64>() / list.len().max(1) as f64;
         figure(
-            "coverage",
+            section,
             &format!("{label}.mean_percent_of_ceiling"),
             serde_json::json!(mean_share.round()),
         );
     }
-    println!(
-        "\nThe ceiling's screens as droid tells them apart: model screens whose dumps give one \
-         screen key (a details page showing another product, a form with text typed, the same \
-         settings page scrolled by a few pixels) are one screen to droid's screen key; each \
-         decider's mean number of the ceiling's keys its seeds reached:\n"
-    );
-    println!("| app | ceiling | told apart | {} |", deciders.join(" | "));
-    println!("|---|---:|---:|{}", "---:|".repeat(deciders.len()));
-    for ToldApart {
-        name,
-        ceiling,
-        keys,
-        reached,
-    } in told_apart
-    {
-        let cells: Vec<String> = reached
-            .iter()
-            .map(|mean| format!("{mean:.1} ({:.0}%)", 100.0 * mean / keys.max(1) as f64))
-            .collect();
-        println!("| {name} | {ceiling} | {keys} | {} |", cells.join(" | "));
-    }
+    let figures = FIGURES.lock().unwrap_or_else(|p| p.into_inner())[section].clone();
+    print!("{}", coverage_tables::render(&figures));
     println!(
         "\nWhat each app asks of an explorer that does not know it: the actions droid sees on the \
          ceiling's screens (widgets, gestures, back); the ceiling's screens each one opens first \
@@ -1141,7 +1104,7 @@ fn coverage() {
             demand.uninformed / budget.max(1) as f64
         );
         figure(
-            "coverage",
+            section,
             &format!("{name}.uninformed_decisions"),
             serde_json::json!(demand.uninformed.round()),
         );
@@ -1305,17 +1268,6 @@ fn one_move_away(
         }
     }
     near.into_iter().collect()
-}
-
-/// An app's ceiling counted in screens droid tells apart (see [`screen_keys`]).
-struct ToldApart<'a> {
-    name: &'a str,
-    /// Model screens.
-    ceiling: usize,
-    /// Their distinct screen keys.
-    keys: usize,
-    /// Per decider, the mean number of those keys its seeds reached.
-    reached: Vec<f64>,
 }
 
 /// The screen key droid gives each of `screens` of an app model (see [`model_observation`]).

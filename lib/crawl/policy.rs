@@ -82,10 +82,11 @@ impl Stuck {
     }
 }
 
-/// Steps in a row another app was in front.
+/// Steps in a row another app was in front, and whether the app was left by back.
 #[derive(Debug, Default)]
 pub struct ContextLoss {
     times: u32,
+    left_by_back: bool,
 }
 
 impl ContextLoss {
@@ -95,6 +96,19 @@ impl ContextLoss {
         self.times
     }
 
+    /// What the last step did in the app: whether its last action was back. Back that leaves
+    /// the app finishes its task (or moves it behind the launcher): no back in the app in
+    /// front brings it again, a relaunch does.
+    pub fn acted_in_app(&mut self, last_was_back: bool) {
+        self.left_by_back = last_was_back;
+    }
+
+    /// Whether the app in front came up after back in the app under test, on the first step
+    /// out of it.
+    pub fn left_by_back(&self) -> bool {
+        self.left_by_back && self.times == 1
+    }
+
     /// The app is in front: `Some(steps it was out)` when it had been lost.
     pub fn back_in_app(&mut self) -> Option<u32> {
         (self.times > 0).then(|| std::mem::take(&mut self.times))
@@ -102,6 +116,7 @@ impl ContextLoss {
 
     pub fn reset(&mut self) {
         self.times = 0;
+        self.left_by_back = false;
     }
 }
 

@@ -106,6 +106,18 @@ impl Driver<'_, '_> {
             &format!("{package} is in front, not {}", self.config.package),
             Some(data),
         );
+        if self.context.left_by_back() {
+            run.note(
+                NoteKind::Relaunch,
+                &format!("relaunch {}: back left it", self.config.package),
+                Some(json!({"package": self.config.package})),
+            );
+            return Ok(Some(self.relaunch_decision(
+                run,
+                observation,
+                "back left the app: no back brings it again",
+            )));
+        }
         if times >= policy::CONTEXT_LOSS_BACKS {
             run.note(
                 NoteKind::Relaunch,

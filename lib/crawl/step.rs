@@ -16,7 +16,7 @@ use super::{Command, Config, State};
 use crate::crash::ReproStep;
 use crate::decide::{self, Stop};
 use crate::device::{Device, DeviceError};
-use crate::events::{ActionResult, Decision, Event, Note, NoteKind, Observation};
+use crate::events::{ActionResult, ActionType, Decision, Event, Note, NoteKind, Observation};
 use crate::explore::{ExploreError, Explorer};
 use crate::screen::{Screen, ScreenModel};
 
@@ -234,6 +234,11 @@ impl Driver<'_, '_> {
         let results = self.act(&decision, &observation)?;
         let navigated = results.iter().any(|r| r.navigated_away);
         self.stuck.acted(navigated);
+        if observation.package.as_deref() == Some(self.config.package.as_str()) {
+            let last = results.iter().rfind(|r| r.success);
+            self.context
+                .acted_in_app(last.is_some_and(|r| r.action_type == ActionType::Back));
+        }
         for result in &results {
             if let Some(stage) = &mut self.stage {
                 stage.learn(&Event::Result(result.clone()));
@@ -255,8 +260,7 @@ impl Driver<'_, '_> {
             self.since_launch.clear();
         }
         self.last_screenshot = observation.screenshot_path.clone();
-        let explored = self.stage.as_ref().is_some_and(decide::Stage::explored);
-        Ok(match (decision.done, explored) {
+        Ok(match (decision.done, decision.explored) {
             (true, _) => StepEnd::TaskDone,
             (false, true) => StepEnd::Explored,
             (false, false) => StepEnd::Next,

@@ -611,6 +611,8 @@ impl Stage {
             Ok(decision) => decision,
             Err(error) => return Err(Stop { events, error }),
         };
+        let mut decision = decision;
+        decision.explored = self.explored();
         self.stuck_reason = None;
         events.push(Event::Decision(decision.clone()));
         self.last = Some((decision, observation.clone()));

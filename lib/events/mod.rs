@@ -348,6 +348,10 @@ pub struct Decision {
     /// Task mode: the model says the task is done.
     #[serde(default)]
     pub done: bool,
+    /// The heuristic has explored everything it found once this decision is taken: no state
+    /// it tells apart has an untried action. A driver ends the run `explored` after acting on it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explored: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ai: Option<AiMeta>,
     /// After the actions, restart this package (force-stop, then launch): the heuristic's way
@@ -386,6 +390,7 @@ impl Decision {
             actions,
             signup_completed: false,
             done: false,
+            explored: false,
             ai: None,
             relaunch: None,
             extra: Extra::new(),

@@ -337,11 +337,15 @@ pub fn anr_block(package: &str, component: &str, pid: u32) -> Vec<String> {
     ]
 }
 
-/// A FATAL EXCEPTION block in logcat's default (threadtime) format.
-pub fn fatal_exception_block(package: &str, pid: u32, activity: &str, exception: &str) -> String {
-    let stamp = chrono::Utc::now().format("%m-%d %H:%M:%S%.3f");
+/// The lines `AndroidRuntime` logs for an app's uncaught exception (its FATAL EXCEPTION block).
+pub fn fatal_exception_lines(
+    package: &str,
+    pid: u32,
+    activity: &str,
+    exception: &str,
+) -> Vec<String> {
     let class = activity.rsplit('.').next().unwrap_or(activity);
-    let lines = [
+    vec![
         "FATAL EXCEPTION: main".to_string(),
         format!("Process: {package}, PID: {pid}"),
         exception.to_string(),
@@ -358,12 +362,34 @@ pub fn fatal_exception_block(package: &str, pid: u32, activity: &str, exception:
         "\tat com.android.internal.os.RuntimeInit$MethodAndArgsCaller.run(RuntimeInit.java:548)"
             .to_string(),
         "\tat com.android.internal.os.ZygoteInit.main(ZygoteInit.java:1003)".to_string(),
-    ];
+    ]
+}
+
+/// Lines of one process in logcat's default (threadtime) format, stamped `stamp`.
+pub fn threadtime_lines(
+    stamp: &chrono::DateTime<chrono::Utc>,
+    pid: u32,
+    priority: char,
+    tag: &str,
+    lines: &[String],
+) -> String {
+    let stamp = stamp.format("%m-%d %H:%M:%S%.3f");
     let mut out = String::new();
     for line in lines {
-        let _ = writeln!(out, "{stamp} {pid:>5} {pid:>5} E AndroidRuntime: {line}");
+        let _ = writeln!(out, "{stamp} {pid:>5} {pid:>5} {priority} {tag}: {line}");
     }
     out
+}
+
+/// A FATAL EXCEPTION block in logcat's default (threadtime) format, stamped now.
+pub fn fatal_exception_block(package: &str, pid: u32, activity: &str, exception: &str) -> String {
+    threadtime_lines(
+        &chrono::Utc::now(),
+        pid,
+        'E',
+        "AndroidRuntime",
+        &fatal_exception_lines(package, pid, activity, exception),
+    )
 }
 
 #[cfg(test)]

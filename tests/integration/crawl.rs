@@ -221,6 +221,48 @@ fn a_crawl_ends_once_everything_it_found_is_explored() {
     );
 }
 
+/// Back that leaves the app (back on its first screen) shows the launcher, where no back brings
+/// the app again: the next step relaunches it, and the trip costs one step.
+#[test]
+fn back_that_leaves_the_app_is_followed_by_a_relaunch_at_once() {
+    let place = Place::new();
+    let (events, _, _) = place.explore("builtin:tiny", "200");
+    let package = events
+        .iter()
+        .find_map(|e| (e["type"] == "run_started").then(|| e["package"].clone()))
+        .expect("run_started");
+    let mut in_app = false;
+    let mut left_by_back = false;
+    let mut trips = 0;
+    for event in &events {
+        match event["type"].as_str() {
+            Some("observation") => {
+                let ours = event["package"] == package;
+                if !ours && in_app && left_by_back {
+                    trips += 1;
+                }
+                in_app = ours;
+            }
+            Some("decision") if !in_app && left_by_back => {
+                assert!(event["relaunch"].is_string(), "{event}");
+                left_by_back = false;
+            }
+            Some("result") if in_app => {
+                left_by_back = event["success"] == true && event["action_type"] == "back";
+            }
+            _ => {}
+        }
+    }
+    assert!(trips > 0, "back never left the app");
+    let relaunches = notes(&events, "relaunch");
+    assert!(
+        relaunches
+            .iter()
+            .any(|n| n["message"].as_str().unwrap().ends_with(": back left it")),
+        "{relaunches:?}"
+    );
+}
+
 #[test]
 fn a_secure_screen_stops_a_crawl_that_needs_screenshots_with_a_clear_error() {
     let place = Place::new();

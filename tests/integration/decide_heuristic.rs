@@ -1066,7 +1066,10 @@ fn going_round_a_cycle_without_finding_anything_stops_within_a_few_steps() {
         }
         idle.push(shown.activity.clone());
         let choice = heuristic.decide(&Screen::of(shown));
-        if choice.note.as_deref() == Some("relaunch: nothing left to explore from here") {
+        let note = choice.note.as_deref().unwrap_or_default();
+        if note.starts_with("relaunch: nothing left to explore from here")
+            || note.starts_with("relaunch: everything the exploration found is explored")
+        {
             // Every button was tried: what is left is the end of the exploration.
             break;
         }

@@ -21,11 +21,12 @@ pub struct SimProc {
 
 impl SimProc {
     /// Starts `droid-sim --app MODEL --port 0 --truth-log FILE EXTRA...` and waits for its
-    /// ready line.
+    /// ready line. Its home is the temp dir, so the emulator console's token file goes there.
     pub fn start(model: &Path, extra: &[&str]) -> SimProc {
         let dir = tempfile::tempdir().unwrap();
         let truth_log = dir.path().join("truth.jsonl");
         let mut child = droid("droid-sim")
+            .env("HOME", dir.path())
             .arg("--app")
             .arg(model)
             .args(["--port", "0", "--truth-log"])

@@ -187,9 +187,21 @@ fn a_killed_segment_is_reported_and_the_recording_goes_on() {
     let mut notes = video.start(phone.adb(), &session);
     until_recording(&phone);
     std::thread::sleep(Duration::from_millis(300));
-    // SIGKILL: the segment's MP4 never gets its moov atom; the next segment starts at once.
+    // SIGKILL: the segment's MP4 never gets its moov atom and its shell exits 137, as on a
+    // device; the recorder reports the segment and starts the next one (after the pause it
+    // makes after a failed segment).
+    let first = phone.shell("pidof screenrecord");
     phone.shell("pkill -9 screenrecord");
-    std::thread::sleep(Duration::from_millis(600));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = phone.shell("pidof screenrecord");
+        if !now.trim().is_empty() && now != first {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no second segment started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     notes.extend(video.finish(phone.adb(), &session));
     let data = artifact(&notes, "video");
     assert_eq!(data["segments"], 2, "{data}");

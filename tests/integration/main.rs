@@ -6,6 +6,8 @@ mod apk;
 mod capture;
 mod capture_device;
 mod common;
+#[path = "../support/coverage_tables.rs"]
+mod coverage_tables;
 mod crawl;
 #[path = "../support/crawl.rs"]
 mod crawled;
@@ -14,6 +16,7 @@ mod decide_heuristic;
 mod decide_openai_compat;
 mod decide_providers;
 mod device;
+mod docs;
 mod errors;
 mod events;
 #[path = "../support/explore.rs"]
@@ -34,6 +37,7 @@ mod sim_dispatch;
 mod sim_infer;
 mod sim_install;
 mod sim_mcp;
+mod sim_programs;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;

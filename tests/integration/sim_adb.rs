@@ -79,14 +79,22 @@ impl SimProcess {
         self.adb_with_stdin(adb, args, b"")
     }
 
-    fn adb_with_stdin(&self, adb: &str, args: &[&str], input: &[u8]) -> Output {
-        let port = self.port.to_string();
-        let mut child = Command::new(adb)
+    /// The `adb -P PORT -s SERIAL ARGS...` command, clean environment and own HOME, for a
+    /// test that runs it in the background (`adb logcat` streams until stopped).
+    pub(crate) fn adb_command(&self, adb: &str, args: &[&str]) -> Command {
+        let mut command = Command::new(adb);
+        command
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())
-            .args(["-P", &port, "-s", &self.serial])
-            .args(args)
+            .args(["-P", &self.port.to_string(), "-s", &self.serial])
+            .args(args);
+        command
+    }
+
+    fn adb_with_stdin(&self, adb: &str, args: &[&str], input: &[u8]) -> Output {
+        let mut child = self
+            .adb_command(adb, args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -243,6 +251,7 @@ fn adb_push_stdin_and_kill_server() {
 
 #[test]
 fn adb_taps_walk_the_recorded_transitions_of_the_notes_app() {
+    droid::fixtures_or_skip!();
     let Some(adb) = adb_binary() else { return };
     let dir = tempfile::tempdir().unwrap();
     let truth = dir.path().join("truth.jsonl");

@@ -381,6 +381,42 @@ fn temp_file(run: &Run, name: &str) -> PathBuf {
     run.sim.dir.path().join(name)
 }
 
+/// The package of the APK [`extra_apk`] writes.
+const EXTRA: &str = "com.example.extra";
+
+/// A real APK (droid's APK writer) of a package the model does not have, in the run's dir.
+fn extra_apk(run: &Run) -> PathBuf {
+    let path = temp_file(run, "extra.apk");
+    let apk = droid::apk::build(&droid::apk::Manifest {
+        package: EXTRA.to_string(),
+        version_name: Some("3.1".to_string()),
+        activities: vec![format!("{EXTRA}.Main")],
+        launchers: vec![format!("{EXTRA}.Main")],
+        ..droid::apk::Manifest::default()
+    });
+    std::fs::write(&path, apk).expect("write the APK");
+    path
+}
+
+/// Waits (at most 30 s, a bound against a hang) until the file holds `needle`.
+fn wait_for_text(path: &std::path::Path, needle: &str) -> bool {
+    for _ in 0..600 {
+        if std::fs::read_to_string(path).is_ok_and(|text| text.contains(needle)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// A TCP port free on this machine right now, for a forward's local end.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 fn public_methods(run: &mut Run) -> Vec<String> {
     let methods = run.request(json!({"methods": true})).expect("methods");
     methods
@@ -695,13 +731,50 @@ fn adbutils_answers_as_on_a_device() {
     run.check_eq("package_info()", &got["package_name"], &json!(package));
     let got = run.value("app_info", json!(["com.example.absent"]));
     run.check_eq("app_info(absent)", &got, &Value::Null);
-    let got = run.value("uninstall", json!([package]));
-    run.check(
-        "uninstall() is refused",
-        text(&got).starts_with("Failure"),
-        &got,
+    // A real APK in and out, both ways the client installs; the phone's own apps stay.
+    let apk = extra_apk(&run);
+    run.call_kw(
+        "install",
+        json!({"path_or_url": apk.to_str(), "nolaunch": true, "silent": true}),
+    )
+    .unwrap_or_else(|raised| {
+        run.problems.push(format!("install() raised {raised:?}"));
+        Value::Null
+    });
+    let listed = run.shell("pm list packages -3");
+    run.check("install()", listed.contains(EXTRA), &listed);
+    let got = run.value("uninstall", json!([EXTRA]));
+    run.check_eq("uninstall()", &got, &json!("Success"));
+    let listed = run.shell("pm list packages");
+    run.check("uninstall() removes it", !listed.contains(EXTRA), &listed);
+    run.value(
+        "sync.push",
+        json!([apk.to_str(), "/data/local/tmp/extra.apk"]),
     );
+    run.call_kw(
+        "install_remote",
+        json!({"remote_path": "/data/local/tmp/extra.apk", "clean": true}),
+    )
+    .unwrap_or_else(|raised| {
+        run.problems
+            .push(format!("install_remote() raised {raised:?}"));
+        Value::Null
+    });
+    let version = run.shell(&format!("dumpsys package {EXTRA}"));
+    run.check(
+        "install_remote()",
+        version.contains("versionName=3.1"),
+        &version,
+    );
+    let got = run.value("sync.exists", json!(["/data/local/tmp/extra.apk"]));
+    run.check_eq("install_remote(clean=True)", &got, &json!(false));
     run.check_raises("install_remote", json!(["/data/local/tmp/absent.apk"]));
+    let got = run.value("uninstall", json!(["com.android.settings"]));
+    run.check_eq(
+        "uninstall(system app)",
+        &got,
+        &json!("Failure [DELETE_FAILED_INTERNAL_ERROR]"),
+    );
 
     // Browser, stop, clear.
     run.value("open_browser", json!(["example.com"]));
@@ -774,7 +847,9 @@ fn adbutils_answers_as_on_a_device() {
     let got = run.value("sync.exists", json!(["/sdcard/tree"]));
     run.check_eq("rmtree()", &got, &json!(false));
 
-    // The log: the app's start is there, filtered by the client.
+    // The log streams into the client's file, filtered by the client: what was there, then
+    // what is logged next. The client's thread looks at its stop flag after each line, so the
+    // test asks it to stop, then logs a line (a force-stop) and waits for the thread to end.
     let log = temp_file(&run, "logcat.txt");
     run.value("app_start", json!([package]));
     run.call_kw(
@@ -782,28 +857,75 @@ fn adbutils_answers_as_on_a_device() {
         json!({"file": log.to_str(), "re_filter": package.as_str()}),
     )
     .unwrap_or_default();
+    let copied = wait_for_text(&log, "Displayed");
+    run.check("logcat() copies what was logged", copied, log.display());
+    let stopped = run.request(json!({"stop": true}));
+    run.check("logcat() stop", stopped.is_ok(), format!("{stopped:?}"));
+    run.value("app_stop", json!([package]));
+    let settled = run.request(json!({"settle": true}));
+    run.check("logcat() ends", settled.is_ok(), format!("{settled:?}"));
     let lines = std::fs::read_to_string(&log).unwrap_or_default();
     run.check(
         "logcat(re_filter=package)",
-        !lines.is_empty() && lines.lines().all(|l| l.contains(&package)),
+        lines.contains("START u0")
+            && lines.contains("Force stopping")
+            && lines.lines().all(|l| l.contains(&package)),
         &lines,
     );
+    // After `logcat --clear`, only what is logged next.
     run.call_kw("logcat", json!({"file": log.to_str(), "clear": true}))
         .unwrap_or_default();
+    run.value("app_start", json!([package]));
+    let copied = wait_for_text(&log, "Displayed");
+    run.check("logcat(clear=True) copies", copied, log.display());
+    let stopped = run.request(json!({"stop": true}));
+    run.check(
+        "logcat(clear=True) stop",
+        stopped.is_ok(),
+        format!("{stopped:?}"),
+    );
+    run.value("app_stop", json!([package]));
+    let settled = run.request(json!({"settle": true}));
+    run.check(
+        "logcat(clear=True) ends",
+        settled.is_ok(),
+        format!("{settled:?}"),
+    );
     let lines = std::fs::read_to_string(&log).unwrap_or_default();
-    run.check("logcat(clear=True)", lines.trim().is_empty(), &lines);
+    run.check(
+        "logcat(clear=True)",
+        lines.matches("START u0").count() == 1 && lines.matches("Force stopping").count() == 1,
+        &lines,
+    );
 
     // Screen recording needs a background job in a pushed script: not simulated.
     let got = run.value("is_recording", json!([]));
     run.check_eq("is_recording()", &got, &json!(false));
 
+    // Forwards: listed as the server lists them; nothing on the phone listens behind them.
+    let port = run.value("forward_port", json!([7912]));
+    let local = format!("tcp:{port}");
+    let other = format!("tcp:{}", free_port());
+    run.value("forward", json!([other, "localabstract:devicekit"]));
+    let got = run.value("forward_list", json!([]));
+    run.check_eq(
+        "forward_list()",
+        &got,
+        &json!([
+            {"serial": serial, "local": local, "remote": "tcp:7912"},
+            {"serial": serial, "local": other, "remote": "localabstract:devicekit"}
+        ]),
+    );
+    let again = run.value("forward_port", json!([7912]));
+    run.check_eq("forward_port() again", &again, &port);
+    run.value("forward_remove", json!([local]));
+    run.check_raises("forward_remove", json!([local]));
+    run.value("forward_remove_all", json!([]));
+    let got = run.value("forward_list", json!([]));
+    run.check_eq("forward_remove_all()", &got, &json!([]));
+
     // Documented as not simulated: they fail rather than pretend.
     for (method, args) in [
-        ("forward", json!(["tcp:0", "tcp:7912"])),
-        ("forward_port", json!([7912])),
-        ("forward_list", json!([])),
-        ("forward_remove", json!(["tcp:1"])),
-        ("forward_remove_all", json!([])),
         ("reverse", json!(["tcp:7912", "tcp:7912"])),
         ("reverse_list", json!([])),
         ("reverse_remove", json!(["tcp:7912"])),
@@ -883,8 +1005,31 @@ fn ppadb_answers_as_on_a_device() {
         dumped.contains(&format!("userId={}", text(&uid))) && !text(&uid).is_empty(),
         &uid,
     );
-    let got = run.value("uninstall", json!([package]));
-    run.check_eq("uninstall() is refused", &got, &json!(false));
+    // A real APK in and out; the phone's own apps stay.
+    let apk = extra_apk(&run);
+    let got = run.value("install", json!([apk.to_str()]));
+    run.check_eq("install()", &got, &json!(true));
+    let got = run.value("is_installed", json!([EXTRA]));
+    run.check_eq("is_installed(installed APK)", &got, &json!(true));
+    let got = run.value("uninstall", json!([EXTRA]));
+    run.check_eq("uninstall()", &got, &json!(true));
+    let got = run.value("is_installed", json!([EXTRA]));
+    run.check_eq("is_installed(uninstalled)", &got, &json!(false));
+    let got = run.value("uninstall", json!(["com.android.settings"]));
+    run.check_eq("uninstall(system app)", &got, &json!(false));
+
+    // Forwards: listed as the server lists them; nothing on the phone listens behind them.
+    let local = format!("tcp:{}", free_port());
+    run.value("forward", json!([local, "tcp:7912"]));
+    let got = run.value("list_forward", json!([]));
+    run.check_eq("list_forward()", &got, &json!({local.clone(): "tcp:7912"}));
+    run.value("killforward", json!([local]));
+    let got = run.value("list_forward", json!([]));
+    run.check_eq("killforward()", &got, &json!({}));
+    run.value("forward", json!([local, "localabstract:devicekit"]));
+    run.value("killforward_all", json!([]));
+    let got = run.value("list_forward", json!([]));
+    run.check_eq("killforward_all()", &got, &json!({}));
 
     // The top activity: the launcher at boot, then the app over it.
     let got = run.value("get_top_activity", json!([]));
@@ -1036,10 +1181,6 @@ fn ppadb_answers_as_on_a_device() {
 
     // Documented as not working, each for its reason.
     for (method, args) in [
-        ("forward", json!(["tcp:0", "tcp:7912"])),
-        ("list_forward", json!([])),
-        ("killforward", json!(["tcp:1"])),
-        ("killforward_all", json!([])),
         ("reverse", json!(["tcp:7912", "tcp:7912"])),
         ("list_reverses", json!([])),
         ("root", json!([])),

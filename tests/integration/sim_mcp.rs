@@ -101,9 +101,21 @@ impl Mcp {
 
     /// One request and its response (notifications and other messages in between are skipped).
     fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.response(id, method)
+    }
+
+    /// Sends a request without waiting: its id, for [`Mcp::response`].
+    fn send_request(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The response to request `id` (messages in between are skipped: no other request may be
+    /// pending).
+    fn response(&mut self, id: u64, method: &str) -> Value {
         loop {
             let mut line = String::new();
             let read = self.stdout.read_line(&mut line).unwrap();
@@ -116,9 +128,20 @@ impl Mcp {
     }
 
     /// A tool call: its text (the first content's), or `Err` with it when the tool failed.
-    fn call(&mut self, tool: &str, mut args: Value) -> Result<String, String> {
+    fn call(&mut self, tool: &str, args: Value) -> Result<String, String> {
+        let pending = self.send_call(tool, args);
+        self.answer(pending)
+    }
+
+    /// Starts a tool call; [`Mcp::answer`] reads its result.
+    fn send_call(&mut self, tool: &str, mut args: Value) -> u64 {
         args["device"] = json!(self.serial);
-        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        self.send_request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+
+    /// The result of a call [`Mcp::send_call`] started.
+    fn answer(&mut self, pending: u64) -> Result<String, String> {
+        let response = self.response(pending, "tools/call");
         let result = &response["result"];
         let text = result["content"][0]["text"]
             .as_str()
@@ -213,7 +236,43 @@ fn centre_of(listing: &str, text: &str) -> (i64, i64) {
     (x + w / 2, y + h / 2)
 }
 
-/// The calls every engine must answer, each confirmed in the truth log.
+/// Waits until `pgrep ARGS` on the device finds a process (a bound against a hang, not a
+/// measurement).
+fn wait_for_process(sim: &SimProcess, pattern: &str) {
+    for _ in 0..600 {
+        if sim
+            .adb("adb", &["shell", "pgrep", pattern])
+            .status
+            .success()
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no {pattern} process on the device");
+}
+
+/// A real APK (droid's APK writer) of a package the model does not have.
+fn extra_apk(dir: &Path) -> PathBuf {
+    let apk = dir.join("extra.apk");
+    std::fs::write(
+        &apk,
+        droid::apk::build(&droid::apk::Manifest {
+            package: EXTRA.into(),
+            activities: vec![format!("{EXTRA}.Main")],
+            launchers: vec![format!("{EXTRA}.Main")],
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    apk
+}
+
+const EXTRA: &str = "com.example.extra";
+
+/// Every Android tool of mobile-mcp 1.0.4 but the four of its remote device cloud, in one
+/// engine, each confirmed in the truth log or on the device; the tools an engine does not offer
+/// (or that need mobilecli's on-device agent) must fail, not hang.
 fn drive(legacy: bool) {
     let Some(entry) = mobile_mcp() else {
         return;
@@ -229,10 +288,12 @@ fn drive(legacy: bool) {
         "{devices}"
     );
     if legacy {
-        // mobilecli lists apps through its on-device agent, a dex it runs with app_process,
-        // which the simulated phone cannot run.
         let apps = mcp.works("mobile_list_apps", json!({}));
         assert!(apps.contains(PACKAGE), "{apps}");
+    } else {
+        // mobilecli lists apps through its on-device agent, a dex it runs with app_process,
+        // which the simulated phone cannot run: an error, at once.
+        assert!(mcp.call("mobile_list_apps", json!({})).is_err());
     }
     mcp.works("mobile_launch_app", json!({"packageName": PACKAGE}));
     assert_eq!(
@@ -242,17 +303,23 @@ fn drive(legacy: bool) {
     );
     let size = mcp.works("mobile_get_screen_size", json!({}));
     assert!(size.contains("1080x2400"), "{size}");
-    if !legacy {
-        let front = mcp.works("mobile_get_foreground_app", json!({}));
-        assert!(front.contains(PACKAGE), "{front}");
-        // The crash buffer, through `adb logcat -b crash -d`: nothing has crashed.
-        let crashes = mcp.works("mobile_list_crashes", json!({}));
-        assert!(!crashes.contains("FATAL"), "{crashes}");
+    let front = mcp.call("mobile_get_foreground_app", json!({}));
+    let location = mcp.call(
+        "mobile_set_location",
+        json!({"latitude": 48.85, "longitude": 2.35}),
+    );
+    // Where mobile-mcp's legacy engine has no such tool, it says so.
+    let clipboard = mcp.call("mobile_clipboard", json!({}));
+    assert!(clipboard.is_err(), "{engine}: clipboard {clipboard:?}");
+    if legacy {
+        for refused in [&front, &location] {
+            let refused = refused.as_ref().unwrap_err();
+            assert!(refused.contains("legacy robot mode"), "{refused}");
+        }
+    } else {
+        assert!(front.unwrap().contains(PACKAGE));
         // Through the emulator console (`adb emu geo fix LONGITUDE LATITUDE`).
-        mcp.works(
-            "mobile_set_location",
-            json!({"latitude": 48.85, "longitude": 2.35}),
-        );
+        location.unwrap();
         let (_, inputs) = truth(&log);
         let fix = inputs.last().unwrap();
         assert_eq!(
@@ -297,6 +364,14 @@ fn drive(legacy: bool) {
         json!({"x": 540, "y": 1200}),
     );
     assert_eq!(truth(&log).1.last().unwrap()["input"], "swipe");
+    let before = truth(&log).1.len();
+    mcp.works("mobile_double_tap_on_screen", json!({"x": 540, "y": 1201}));
+    let (_, inputs) = truth(&log);
+    let taps: Vec<&Value> = inputs[before..]
+        .iter()
+        .filter(|i| i["input"] == "tap" && i["y"] == 1201)
+        .collect();
+    assert_eq!(taps.len(), 2, "{engine}: two taps");
 
     mcp.works(
         "mobile_type_keys",
@@ -319,37 +394,166 @@ fn drive(legacy: bool) {
         let shot = image::load_from_memory(&bytes).expect("a picture");
         assert_eq!((shot.width(), shot.height()), (1080, 2400));
     }
+    let saved = dir.path().join("screen.png");
+    mcp.works("mobile_save_screenshot", json!({"saveTo": saved}));
+    let shot = image::open(&saved).expect("a saved picture");
+    assert_eq!((shot.width(), shot.height()), (1080, 2400));
 
     mcp.works("mobile_set_orientation", json!({"orientation": "portrait"}));
     let orientation = mcp.works("mobile_get_orientation", json!({}));
     assert!(orientation.contains("portrait"), "{orientation}");
 
+    // Several tools in one call.
+    let batch = mcp.works(
+        "mobile_batch_commands",
+        json!({"steps": [
+            {"name": "mobile_press_button", "arguments": {"button": "HOME"}},
+            {"name": "mobile_launch_app", "arguments": {"packageName": PACKAGE}},
+        ]}),
+    );
+    assert!(
+        batch.contains("Step 1 (mobile_press_button)")
+            && batch.contains("Step 2 (mobile_launch_app)")
+            && !batch.contains("failed"),
+        "{batch}"
+    );
+    let (screen, inputs) = truth(&log);
+    let last: Vec<&str> = inputs
+        .iter()
+        .rev()
+        .take(2)
+        .filter_map(|i| i["input"].as_str())
+        .collect();
+    assert!(
+        last.iter()
+            .any(|i| *i == "launch" || *i == "start_activity"),
+        "{engine}: {last:?}"
+    );
+    assert!(
+        !screen.starts_with('@'),
+        "{engine}: back in the app: {screen}"
+    );
+
+    // A screen recording until told to stop: mobilecli finds screenrecord with pgrep -f and
+    // sends it SIGINT, and the MP4 is finished.
+    let video = dir.path().join("recording.mp4");
+    mcp.works("mobile_start_screen_recording", json!({"output": video}));
+    wait_for_process(&sim, "screenrecord");
+    mcp.works("mobile_press_button", json!({"button": "BACK"}));
+    let stopped = mcp.works("mobile_stop_screen_recording", json!({}));
+    assert!(stopped.starts_with("Recording stopped. File:"), "{stopped}");
+    let recorded = std::fs::read(&video).unwrap();
+    assert_eq!(&recorded[4..8], b"ftyp");
+    assert!(recorded.windows(4).any(|w| w == b"moov"), "a finished MP4");
+
+    // A crash, listed and read back through the crash buffer (`logcat -b crash -d -v year`).
+    let crashes = mcp.works("mobile_list_crashes", json!({}));
+    assert!(!crashes.contains("cache directory"), "{crashes}");
+    sim.adb(
+        "adb",
+        &[
+            "shell",
+            "am",
+            "start",
+            "-n",
+            &format!("{PACKAGE}/.SettingsActivity"),
+        ],
+    );
+    let listing = mcp.works("mobile_list_elements_on_screen", json!({}));
+    let (x, y) = centre_of(&listing, "Clear cache");
+    mcp.works(
+        "mobile_click_on_screen_at_coordinates",
+        json!({"x": x, "y": y}),
+    );
+    let crashes = mcp.works("mobile_list_crashes", json!({}));
+    let listed: Value = serde_json::from_str(&crashes).expect("a JSON list");
+    let id = listed
+        .as_array()
+        .and_then(|all| all.first())
+        .and_then(|crash| crash["id"].as_str())
+        .unwrap_or_else(|| panic!("{engine}: no crash listed: {crashes}"))
+        .to_string();
+    let report = mcp.works("mobile_get_crash", json!({"id": id}));
+    assert!(
+        report.contains("java.lang.IllegalStateException: cache directory is locked"),
+        "{report}"
+    );
+
+    // The live log: the lines logged after the call starts, as the device logs them.
+    if legacy {
+        let refused = mcp.call("mobile_get_device_logs", json!({"limit": 3}));
+        assert!(refused.unwrap_err().contains("legacy robot mode"));
+    } else {
+        let pending = mcp.send_call("mobile_get_device_logs", json!({"limit": 4}));
+        wait_for_process(&sim, "logcat");
+        // The app crashed: starting it again logs its start (3 lines).
+        sim.adb(
+            "adb",
+            &[
+                "shell",
+                "monkey",
+                "-p",
+                PACKAGE,
+                "-c",
+                "android.intent.category.LAUNCHER",
+                "1",
+            ],
+        );
+        let logs = mcp.answer(pending).expect("device logs");
+        let entries: Vec<Value> = logs
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect();
+        assert_eq!(entries.len(), 4, "{logs}");
+        assert!(
+            entries.iter().any(|e| e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(&format!("Displayed {PACKAGE}/")))
+                && e["tag"] == "ActivityTaskManager"),
+            "{logs}"
+        );
+    }
+
     mcp.works("mobile_open_url", json!({"url": "https://example.com/"}));
     assert_eq!(truth(&log).0, "@external:com.android.chrome");
 
-    // A real APK (droid's writer), installed through `adb install`.
-    let apk = dir.path().join("extra.apk");
-    std::fs::write(
-        &apk,
-        droid::apk::build(&droid::apk::Manifest {
-            package: "com.example.extra".into(),
-            activities: vec!["com.example.extra.Main".into()],
-            launchers: vec!["com.example.extra.Main".into()],
-            ..Default::default()
-        }),
-    )
-    .unwrap();
+    // A real APK (droid's writer), installed through `adb install`, and removed again.
+    let apk = extra_apk(dir.path());
     mcp.works("mobile_install_app", json!({"path": apk}));
-    let path = sim.adb("adb", &["shell", "pm", "path", "com.example.extra"]);
+    let path = sim.adb("adb", &["shell", "pm", "path", EXTRA]);
     assert!(path.status.success(), "{engine}: the APK is installed");
+    mcp.works("mobile_uninstall_app", json!({"bundle_id": EXTRA}));
+    let path = sim.adb("adb", &["shell", "pm", "path", EXTRA]);
+    assert!(!path.status.success(), "{engine}: the APK is gone");
+    // The phone's own apps cannot go, and the tool says so.
+    let refused = mcp.call(
+        "mobile_uninstall_app",
+        json!({"bundle_id": "com.android.settings"}),
+    );
+    assert!(
+        refused
+            .unwrap_err()
+            .contains("DELETE_FAILED_INTERNAL_ERROR"),
+        "{engine}"
+    );
 
+    mcp.works("mobile_launch_app", json!({"packageName": PACKAGE}));
     mcp.works("mobile_terminate_app", json!({"packageName": PACKAGE}));
     let (_, inputs) = truth(&log);
     assert!(inputs
         .iter()
         .any(|i| i["input"] == "force_stop" && i["package"] == PACKAGE));
-}
 
+    // The user uninstalls the app under test: it leaves the phone.
+    mcp.works("mobile_launch_app", json!({"packageName": PACKAGE}));
+    mcp.works("mobile_uninstall_app", json!({"bundle_id": PACKAGE}));
+    assert_eq!(truth(&log).0, "@launcher", "{engine}: the app is gone");
+    let packages = sim.adb("adb", &["shell", "pm", "list", "packages"]);
+    assert!(!String::from_utf8_lossy(&packages.stdout).contains(PACKAGE));
+    assert!(mcp
+        .call("mobile_launch_app", json!({"packageName": PACKAGE}))
+        .is_err());
+}
 #[test]
 fn sim_mobile_mcp_drives_the_shop_through_mobilecli() {
     drive(false);

@@ -724,9 +724,11 @@ fn pidof_and_kill_reach_the_app_process() {
     assert!(pid.trim().parse::<u32>().is_ok(), "{pid}");
     shell_ok(&sim, &format!("kill {}", pid.trim()));
     assert!(!shell_ok(&sim, "dumpsys window displays").contains("com.example.tiny/"));
-    let missing = shell(&sim, "kill 1");
+    let missing = shell(&sim, "kill 99999");
     assert_eq!(missing.status, Some(1));
-    assert_eq!(missing.stderr, "kill: 1: No such process\n");
+    assert_eq!(missing.stderr, "kill: 99999: No such process\n");
+    let init = shell(&sim, "kill 1");
+    assert_eq!(init.stderr, "kill: 1: Operation not permitted\n");
 }
 
 #[test]

@@ -9,6 +9,8 @@ decides what to call and compares every answer with the app model and the truth 
     {"call": "sync.stat", "args": ["/sdcard"]}          (a dotted path reaches sub-objects)
     {"get": "brightness_value"} / {"set": "brightness_value", "value": 128}
     {"methods": true}                                   -> {"ok": ["app_current", ...]}
+    {"stop": true} / {"settle": true}                   tell the adbutils.logcat() copies to stop /
+                                                        wait (10 s at most) until they have
     any failure                                         -> {"error": {"type": "AdbError", "message": "..."}}
 
 Exit status 3 (with a line on stderr) when the client is not installed.
@@ -73,12 +75,11 @@ def encode(value):
     if hasattr(value, "close") and hasattr(value, "send"):
         value.close()  # a connection (open_shell, shell(stream=True)): proof enough it opened
         return {"connection": type(value).__name__}
-    if type(value).__name__ == "StopEvent":  # adbutils.logcat(): let its copy run to the end
-        deadline = time.monotonic() + 10
-        while not value.is_done() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        value.stop(timeout=1)
-        return {"stopped": True}
+    if type(value).__name__ == "StopEvent":  # adbutils.logcat(): its copy runs until told
+        # {"stop": true} tells it; the client's thread looks at the flag after each line it
+        # reads, so it ends at the next line the device logs; {"settle": true} waits for that.
+        RUNNING.append(value)
+        return {"running": not value.is_done()}
     if hasattr(value, "__dict__"):
         return {k: encode(v) for k, v in vars(value).items() if not k.startswith("_")}
     return repr(value)
@@ -102,9 +103,34 @@ def resolve(device, path):
     return target
 
 
+# The adbutils.logcat() copies still running.
+RUNNING = []
+
+
+def stop():
+    for event in RUNNING:
+        event.stop_nowait()
+    return len(RUNNING)
+
+
+def settle():
+    """Waits (at most 10 s) for every logcat copy to end; raises if one does not."""
+    deadline = time.monotonic() + 10
+    while RUNNING:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(RUNNING)} logcat copies still running")
+        RUNNING[:] = [event for event in RUNNING if not event.is_done()]
+        time.sleep(0.01)
+    return True
+
+
 def handle(device, request):
     if request.get("methods"):
         return public_methods(device)
+    if request.get("stop"):
+        return stop()
+    if request.get("settle"):
+        return settle()
     if "get" in request:
         return resolve(device, request["get"])
     if "set" in request:

@@ -607,6 +607,30 @@ mod tests {
     }
 
     #[test]
+    fn the_tally_counts_states_and_actions_left_until_each_is_tried() {
+        let mut graph = Graph::new();
+        let list = graph.observe(&Screen::of(&screen("List", "0", &["Open", "Sort"])));
+        let detail = graph.observe(&Screen::of(&screen("Detail", "0", &["Buy"])));
+        let all = graph.tally();
+        assert_eq!((all.states, all.states_left), (2, 2));
+        assert_eq!(all.actions, all.actions_left);
+        assert!(all.actions >= 3, "{all:?}");
+        // Every action of the list tried: one state left, with the detail's actions.
+        let actions: Vec<ActionKey> = graph.screens[list].untried.keys().cloned().collect();
+        for key in &actions {
+            graph.record_edge(list, key, detail, false);
+        }
+        let left = graph.tally();
+        assert_eq!((left.states, left.states_left), (2, 1));
+        assert_eq!(left.actions_left, graph.screens[detail].untried.len());
+        for key in graph.screens[detail].untried.clone().into_keys() {
+            graph.mark_tried(detail, &key);
+        }
+        assert_eq!(graph.tally().actions_left, 0);
+        assert_eq!(graph.tally().actions, all.actions);
+    }
+
+    #[test]
     fn a_widget_that_did_nothing_on_one_screen_promises_less_on_another() {
         let mut graph = Graph::new();
         let list = graph.observe(&Screen::of(&screen("List", "0", &["Tip", "Open"])));

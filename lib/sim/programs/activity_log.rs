@@ -3,12 +3,13 @@
 
 use super::logcat::Buffer;
 use super::procfs::package_uid;
-use super::{guard, Phone, SYSTEM_SERVER_PID};
+use super::{guard, Phone, SYSTEM_SERVER};
 use crate::sim::component::{full_class, short_component};
 use crate::sim::system::{self, LAUNCHER_PACKAGE};
 use crate::sim::world::{Foreground, TaskSummary};
 
 /// What the activity manager's log is written from: the state before and after a command.
+#[derive(Debug)]
 pub(super) struct Moment {
     foreground: Foreground,
     pids: Vec<(String, u32)>,
@@ -28,10 +29,30 @@ impl Phone {
         }
     }
 
-    /// Writes what the activity manager logs about a command's effects: processes started and
-    /// gone, activities started, and an app that stopped responding.
-    pub(super) fn log_changes(&self, before: &Moment, after: &Moment) {
+    /// Notes the state before the first command, which the log starts from.
+    pub(super) fn mark_moment(&self) {
+        let mut last = guard(&self.logged_moment);
+        if last.is_none() {
+            *last = Some(self.moment());
+        }
+    }
+
+    /// Writes what the activity manager logs about what changed since it last wrote: processes
+    /// started and gone, activities started, and an app that stopped responding. Against the
+    /// state last logged, not the one before this command, so commands that overlap (a streaming
+    /// `logcat` while an app starts) log each change once.
+    pub(super) fn log_changes(&self) {
+        let mut last = guard(&self.logged_moment);
+        let after = self.moment();
+        if let Some(before) = last.as_ref() {
+            self.log_between(before, &after);
+        }
+        *last = Some(after);
+    }
+
+    fn log_between(&self, before: &Moment, after: &Moment) {
         let mut logs = guard(&self.logs);
+        self.copy_crashes(&mut logs);
         let front = &after.foreground;
         if after.anr && !before.anr {
             let pid = after
@@ -41,13 +62,7 @@ impl Phone {
                 .map_or(0, |(_, pid)| *pid);
             let component = short_component(&front.package, &front.activity);
             for line in system::anr_block(&front.package, &component, pid) {
-                logs.log(
-                    Buffer::System,
-                    SYSTEM_SERVER_PID,
-                    'E',
-                    "ActivityManager",
-                    &line,
-                );
+                logs.log(Buffer::System, SYSTEM_SERVER, 'E', "ActivityManager", &line);
             }
         }
         let started = front.package != before.foreground.package
@@ -71,7 +86,7 @@ impl Phone {
             let space = if fields.is_empty() { "" } else { " " };
             logs.log(
                 Buffer::System,
-                SYSTEM_SERVER_PID,
+                SYSTEM_SERVER,
                 'I',
                 "ActivityTaskManager",
                 &format!("START u0 {{{fields}{space}cmp={component}}} from uid {uid}"),
@@ -85,7 +100,7 @@ impl Phone {
             {
                 logs.log(
                     Buffer::System,
-                    SYSTEM_SERVER_PID,
+                    SYSTEM_SERVER,
                     'I',
                     "ActivityManager",
                     &format!(
@@ -100,7 +115,7 @@ impl Phone {
             if !after.pids.iter().any(|(p, _)| p == package) {
                 logs.log(
                     Buffer::System,
-                    SYSTEM_SERVER_PID,
+                    SYSTEM_SERVER,
                     'I',
                     "ActivityManager",
                     &format!("Process {package} (pid {pid}) has died: fg  TOP"),
@@ -110,11 +125,13 @@ impl Phone {
         if logged_start {
             logs.log(
                 Buffer::System,
-                SYSTEM_SERVER_PID,
+                SYSTEM_SERVER,
                 'I',
                 "ActivityTaskManager",
                 &format!("Displayed {component}: +312ms"),
             );
         }
+        drop(logs);
+        self.logged.notify_all();
     }
 }

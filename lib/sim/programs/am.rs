@@ -7,7 +7,7 @@ use base64::Engine;
 
 use super::logcat::Buffer;
 use super::procfs::package_uid;
-use super::{guard, Phone, SYSTEM_SERVER_PID};
+use super::{guard, Phone, SYSTEM_SERVER};
 use crate::sim::component::{full_class, short_component};
 use crate::sim::pcapdroid::{PCAPDROID_CONTROL, PCAPDROID_PACKAGE};
 use crate::sim::shell::{FsHandle, Output, SHELL_PID};
@@ -245,7 +245,7 @@ impl Phone {
         if self.world().pid(package).is_some() {
             guard(&self.logs).log(
                 Buffer::System,
-                SYSTEM_SERVER_PID,
+                SYSTEM_SERVER,
                 'I',
                 "ActivityManager",
                 &format!(

@@ -53,7 +53,7 @@ impl Phone {
                 let pid = self.next_pid.fetch_add(1, Ordering::SeqCst);
                 guard(&self.processes).push(Process {
                     pid,
-                    name: PCAPDROID_PACKAGE,
+                    argv: vec![PCAPDROID_PACKAGE.to_string()],
                     signal: Arc::new((Mutex::new(None), Condvar::new())),
                 });
                 *guard(&self.capture) = Some(pcapdroid::Capture {

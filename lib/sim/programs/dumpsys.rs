@@ -420,6 +420,8 @@ pub struct PackageFacts<'a> {
     pub version_name: &'a str,
     pub apk_dir: &'a str,
     pub system: bool,
+    /// The MAIN / LAUNCHER activity, fully qualified, if the package has one.
+    pub launcher: Option<&'a str>,
 }
 
 /// `dumpsys package PKG` (the per-package block, API 33 shape).
@@ -429,7 +431,18 @@ pub fn package(facts: &PackageFacts) -> String {
         version_name,
         apk_dir,
         system,
+        launcher,
     } = facts;
+    // The intent filters the package declares, as the activity resolver lists them.
+    let resolver = match launcher {
+        Some(activity) => format!(
+            "Activity Resolver Table:\n  Non-Data Actions:\n      android.intent.action.MAIN:\n        {} {} filter {}\n          Action: \"android.intent.action.MAIN\"\n          Category: \"android.intent.category.LAUNCHER\"\n\n",
+            short_hash(activity),
+            short_component(package, activity),
+            short_hash(&format!("filter {activity}")),
+        ),
+        None => String::new(),
+    };
     let flags = if *system {
         "SYSTEM HAS_CODE ALLOW_CLEAR_USER_DATA ALLOW_BACKUP"
     } else {
@@ -441,7 +454,7 @@ pub fn package(facts: &PackageFacts) -> String {
         ("24", "2026-01-01 00:00:00")
     };
     format!(
-        "Packages:\n  Package [{package}] ({}):\n    userId={}\n    pkg=Package{{{} {package}}}\n    codePath={apk_dir}\n    resourcePath={apk_dir}\n    versionCode=1 minSdk={min_sdk} targetSdk={SDK}\n    versionName={version_name}\n    splits=[base]\n    apkSigningVersion=3\n    flags=[ {flags} ]\n    dataDir=/data/user/0/{package}\n    timeStamp={stamp}\n    lastUpdateTime={stamp}\n    signatures=PackageSignatures{{{} version:3, signatures:[{}], past signatures:[]}}\n    pkgFlags=[ {flags} ]\n    User 0: ceDataInode=3252550 installed=true hidden=false suspended=false distractionFlags=0 stopped=false notLaunched=false enabled=0 instant=false virtual=false\n      installReason=0\n      firstInstallTime={stamp}\n      uninstallReason=0\n",
+        "{resolver}Packages:\n  Package [{package}] ({}):\n    userId={}\n    pkg=Package{{{} {package}}}\n    codePath={apk_dir}\n    resourcePath={apk_dir}\n    versionCode=1 minSdk={min_sdk} targetSdk={SDK}\n    versionName={version_name}\n    splits=[base]\n    apkSigningVersion=3\n    flags=[ {flags} ]\n    dataDir=/data/user/0/{package}\n    timeStamp={stamp}\n    lastUpdateTime={stamp}\n    signatures=PackageSignatures{{{} version:3, signatures:[{}], past signatures:[]}}\n    pkgFlags=[ {flags} ]\n    User 0: ceDataInode=3252550 installed=true hidden=false suspended=false distractionFlags=0 stopped=false notLaunched=false enabled=0 instant=false virtual=false\n      installReason=0\n      firstInstallTime={stamp}\n      uninstallReason=0\n",
         short_hash(package),
         package_uid(package),
         short_hash(apk_dir),
@@ -487,11 +500,17 @@ impl Phone {
             return Output::ok("");
         };
         let apk_dir = apk_dir(package);
+        let launcher = world
+            .launcher_activities()
+            .into_iter()
+            .find(|(p, _)| p == package)
+            .map(|(_, activity)| activity);
         Output::ok(self::package(&PackageFacts {
             package,
             version_name: &version,
             apk_dir: &apk_dir,
             system: world.is_system_package(package),
+            launcher: launcher.as_deref(),
         }))
     }
 }

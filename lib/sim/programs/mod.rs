@@ -16,6 +16,7 @@ pub mod logcat;
 mod monkey;
 mod pm;
 pub mod procfs;
+mod run_as;
 mod screencap;
 mod screenrecord;
 pub mod settings;
@@ -59,12 +60,14 @@ const PROGRAMS: &[&str] = &[
     "mkdir",
     "monkey",
     "mv",
+    "pgrep",
     "pidof",
     "pkill",
     "pm",
     "ps",
     "reboot",
     "rm",
+    "run-as",
     "screencap",
     "screenrecord",
     "settings",
@@ -79,8 +82,14 @@ const PROGRAMS: &[&str] = &[
 
 /// system_server, which writes the activity manager's log lines.
 const SYSTEM_SERVER_PID: u32 = 560;
+/// system_server as the writer of a log line (its main thread, the system uid).
+const SYSTEM_SERVER: logcat::Writer = logcat::Writer {
+    pid: SYSTEM_SERVER_PID,
+    tid: SYSTEM_SERVER_PID,
+    uid: 1000,
+};
 
-/// A signal a background-ish program (screenrecord) can receive from `kill`/`pkill`.
+/// A signal a long-running program (screenrecord, logcat) can receive from `kill`/`pkill`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Signal {
     /// SIGINT / SIGTERM / SIGHUP: finish cleanly.
@@ -89,11 +98,50 @@ enum Signal {
     Kill,
 }
 
+/// Where a signal (its number) to a program waits until the program looks.
+type SignalSlot = Arc<(Mutex<Option<u8>>, Condvar)>;
+
+/// SIGHUP: what a program gets when its terminal (here, the server) goes away.
+const SIGHUP: u8 = 1;
+
+/// A program the shell started that is still running, as the process table shows it.
 #[derive(Debug)]
 struct Process {
     pid: u32,
-    name: &'static str,
-    signal: Arc<(Mutex<Option<Signal>>, Condvar)>,
+    /// The command line, program first.
+    argv: Vec<String>,
+    signal: SignalSlot,
+}
+
+/// A long-running program's entry in the process table, removed when dropped (the program
+/// ended).
+struct Running<'a> {
+    phone: &'a Phone,
+    pid: u32,
+    signal: SignalSlot,
+}
+
+impl Running<'_> {
+    /// Waits up to `timeout` for a signal; the signal received, if any.
+    fn wait_signal(&self, timeout: Duration) -> Option<u8> {
+        let (slot, wake) = &*self.signal;
+        let held = guard(slot);
+        let (held, _) = wake
+            .wait_timeout_while(held, timeout, |s| s.is_none())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *held
+    }
+
+    /// The signal received so far, if any.
+    fn signal(&self) -> Option<u8> {
+        *guard(&self.signal.0)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        guard(&self.phone.processes).retain(|p| p.pid != self.pid);
+    }
 }
 
 /// The simulated phone as the shell sees it: the world plus storage, faults, latency and the
@@ -108,8 +156,14 @@ pub struct Phone {
     processes: Mutex<Vec<Process>>,
     next_pid: AtomicU32,
     capture: Mutex<Option<pcapdroid::Capture>>,
+    /// The package installer's sessions (`pm install-create`).
+    sessions: Mutex<pm::Sessions>,
     settings: Mutex<Settings>,
     logs: Mutex<LogBuffers>,
+    /// Notified whenever lines were logged (a streaming `logcat` waits on it).
+    logged: Condvar,
+    /// The state the activity manager's log last accounted for (see [`Phone::log_changes`]).
+    logged_moment: Mutex<Option<activity_log::Moment>>,
     screen_on: AtomicBool,
     booted: Instant,
     /// The intent (its fields before `cmp=`) and caller uid of a launch a command is making,
@@ -118,6 +172,9 @@ pub struct Phone {
     /// When each of the last [`BUSY_KEPT`] commands ran, latency included.
     busy: Mutex<std::collections::VecDeque<(Instant, Instant)>>,
 }
+
+/// How long the phone had been up when the simulator started.
+const BOOTED_BEFORE: Duration = Duration::from_secs(600);
 
 /// How many command periods a device keeps for [`Phone::busy_periods`].
 pub const BUSY_KEPT: usize = 65_536;
@@ -149,8 +206,14 @@ impl Phone {
             processes: Mutex::new(Vec::new()),
             next_pid: AtomicU32::new(9000),
             capture: Mutex::new(None),
+            sessions: Mutex::new(pm::Sessions::default()),
             settings: Mutex::new(Settings::default()),
-            logs: Mutex::new(LogBuffers::default()),
+            // The phone booted a while before the simulator took its first command.
+            logs: Mutex::new(LogBuffers::new(
+                chrono::Utc::now() - chrono::Duration::from_std(BOOTED_BEFORE).unwrap_or_default(),
+            )),
+            logged: Condvar::new(),
+            logged_moment: Mutex::new(None),
             screen_on: AtomicBool::new(true),
             booted: Instant::now(),
             launching: Mutex::new(None),
@@ -186,7 +249,7 @@ impl Phone {
     pub fn interrupt_all(&self) {
         for process in guard(&self.processes).iter() {
             let (slot, wake) = &*process.signal;
-            *guard(slot) = Some(Signal::Stop);
+            *guard(slot) = Some(SIGHUP);
             wake.notify_all();
         }
     }
@@ -229,7 +292,7 @@ impl Phone {
             "monkey" => self.monkey(args),
             "am" => self.am(args, fs),
             "pm" => self.pm(args, session, fs),
-            "logcat" => self.logcat(args),
+            "logcat" => self.logcat(args, session),
             "screenrecord" => self.screenrecord(args, session, fs),
             "ime" => self.ime(args),
             "settings" => self.settings(args),
@@ -239,6 +302,8 @@ impl Phone {
             "pidof" => self.pidof(args),
             "kill" => self.kill(args),
             "pkill" => self.pkill(args),
+            "pgrep" => self.pgrep(args),
+            "run-as" => self.run_as(args),
             "reboot" => Output::error("reboot: rebooting is not simulated\n", 1),
             other => Output::error(
                 format!("/system/bin/sh: {other}: inaccessible or not found\n"),
@@ -262,18 +327,34 @@ impl Phone {
     }
 
     fn process_table(&self) -> Vec<procfs::Process> {
-        let extra: Vec<(u32, &str)> = guard(&self.processes)
+        let extra: Vec<(u32, Vec<String>)> = guard(&self.processes)
             .iter()
-            .map(|p| (p.pid, p.name))
+            .map(|p| (p.pid, p.argv.clone()))
             .collect();
         procfs::table(&self.app_pids(), &extra)
+    }
+
+    /// Puts a program that runs until it ends or is signalled into the process table.
+    fn start_process(&self, argv: &[String]) -> Running<'_> {
+        let signal: SignalSlot = Arc::new((Mutex::new(None), Condvar::new()));
+        let pid = self.next_pid.fetch_add(1, Ordering::SeqCst);
+        guard(&self.processes).push(Process {
+            pid,
+            argv: argv.to_vec(),
+            signal: Arc::clone(&signal),
+        });
+        Running {
+            phone: self,
+            pid,
+            signal,
+        }
     }
 
     fn kernel<'a>(&self, table: &'a [procfs::Process]) -> ProcFs<'a> {
         // The phone booted a while before the simulator took its first command.
         ProcFs {
             table,
-            uptime: self.booted.elapsed() + Duration::from_secs(600),
+            uptime: self.booted.elapsed() + BOOTED_BEFORE,
         }
     }
 }
@@ -293,9 +374,9 @@ impl Programs for Phone {
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
-        let before = self.moment();
+        self.mark_moment();
         let output = self.dispatch(argv, session, fs);
-        self.log_changes(&before, &self.moment());
+        self.log_changes();
         let mut busy = guard(&self.busy);
         if busy.len() == BUSY_KEPT {
             busy.pop_front();

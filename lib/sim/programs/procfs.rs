@@ -21,8 +21,12 @@ pub struct Process {
     pub pid: u32,
     pub ppid: u32,
     pub uid: u32,
-    /// The full process name (`ps` NAME, `/proc/PID/cmdline`).
+    /// The full process name (`ps` NAME, what `pgrep` matches).
     pub name: String,
+    /// The command line (`/proc/PID/cmdline`, what `pgrep -f` matches): the name alone for the
+    /// system's and the apps' processes, the program and its arguments for a program the shell
+    /// started.
+    pub argv: Vec<String>,
 }
 
 impl Process {
@@ -96,7 +100,7 @@ pub fn package_uid(package: &str) -> u32 {
 
 /// The running processes: the system's, the resident apps', the started apps' (pid from the
 /// world), the shell and `extra` (programs the shell started, such as screenrecord).
-pub fn table(apps: &[(String, u32)], extra: &[(u32, &str)]) -> Vec<Process> {
+pub fn table(apps: &[(String, u32)], extra: &[(u32, Vec<String>)]) -> Vec<Process> {
     let mut table: Vec<Process> = SYSTEM_PROCESSES
         .iter()
         .map(|&(pid, ppid, uid, name)| Process {
@@ -104,6 +108,7 @@ pub fn table(apps: &[(String, u32)], extra: &[(u32, &str)]) -> Vec<Process> {
             ppid,
             uid,
             name: name.to_string(),
+            argv: vec![name.to_string()],
         })
         .collect();
     let app = |pid: u32, package: &str| Process {
@@ -111,6 +116,7 @@ pub fn table(apps: &[(String, u32)], extra: &[(u32, &str)]) -> Vec<Process> {
         ppid: ZYGOTE_PID,
         uid: package_uid(package),
         name: package.to_string(),
+        argv: vec![package.to_string()],
     };
     table.extend(
         RESIDENT_APPS
@@ -127,12 +133,19 @@ pub fn table(apps: &[(String, u32)], extra: &[(u32, &str)]) -> Vec<Process> {
         ppid: ADBD_PID,
         uid: 2000,
         name: "sh".to_string(),
+        argv: vec!["/system/bin/sh".to_string()],
     });
-    table.extend(extra.iter().map(|&(pid, name)| Process {
-        pid,
-        ppid: SHELL_PID,
-        uid: 2000,
-        name: name.to_string(),
+    table.extend(extra.iter().map(|(pid, argv)| {
+        Process {
+            pid: *pid,
+            ppid: SHELL_PID,
+            uid: 2000,
+            name: argv
+                .first()
+                .map_or("", |p| p.rsplit('/').next().unwrap_or(p))
+                .to_string(),
+            argv: argv.clone(),
+        }
     }));
     table.sort_by_key(|p| p.pid);
     table
@@ -147,6 +160,7 @@ pub fn ps(args: &[String], table: &[Process], own_pid: u32) -> String {
         ppid: SHELL_PID,
         uid: 2000,
         name: "ps".to_string(),
+        argv: vec!["ps".to_string()],
     };
     let mut out = String::from(
         "USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n",
@@ -212,7 +226,7 @@ impl ProcFs<'_> {
                 .ok_or(FsError::NotFound),
             ["proc", pid, "cmdline"] => self
                 .process(pid)
-                .map(|p| format!("{}\0", p.name))
+                .map(|p| p.argv.iter().map(|arg| format!("{arg}\0")).collect())
                 .ok_or(FsError::NotFound),
             ["proc", pid, "task", tid, "stat"] => {
                 let tid: Option<u32> = tid.parse().ok();

@@ -1,10 +1,10 @@
 //! `screenrecord`: a playable MP4 of what the display shows (see [`crate::sim::video`]).
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{guard, Phone, Process, Signal};
+use super::signals::effect;
+use super::{Phone, Signal};
 use crate::sim::render;
 use crate::sim::shell::{lock, FsHandle, Output, Session};
 use crate::sim::video;
@@ -72,13 +72,9 @@ impl Phone {
         if let Err(err) = lock(fs).check_writable(&path) {
             return Output::error(format!("Unable to open '{path}': {err}\n"), 1);
         }
-        let signal = Arc::new((Mutex::new(None), Condvar::new()));
-        let pid = self.next_pid.fetch_add(1, Ordering::SeqCst);
-        guard(&self.processes).push(Process {
-            pid,
-            name: "screenrecord",
-            signal: Arc::clone(&signal),
-        });
+        let mut argv = vec!["screenrecord".to_string()];
+        argv.extend(args.iter().cloned());
+        let process = self.start_process(&argv);
         let started = Instant::now();
         let deadline = started + Duration::from_secs(limit);
         let mut recording = video::Recording::new(size, bit_rate);
@@ -98,30 +94,28 @@ impl Phone {
                 recording.frame(&image, now - started);
                 shown = Some(current);
             }
-            if now >= deadline || session.hung_up() {
-                break Signal::Stop;
+            if now >= deadline || session.interrupted() {
+                break None;
             }
-            let (slot, wake) = &*signal;
-            let wait = (deadline - now).min(FRAME_POLL);
-            let held = guard(slot);
-            let (held, _) = wake
-                .wait_timeout_while(held, wait, |s| s.is_none())
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if let Some(received) = *held {
-                break received;
+            if let Some(received) = process.wait_signal((deadline - now).min(FRAME_POLL)) {
+                break Some(received);
             }
         };
         let length = started.elapsed().min(Duration::from_secs(limit));
         let encoder_error = recording.error.clone();
         let written = recording
-            .finish(length, ended == Signal::Stop)
+            .finish(length, ended.and_then(effect) != Some(Signal::Kill))
             .and_then(|video| {
                 lock(fs)
                     .write(&path, &video, false)
                     .map_err(|e| e.to_string())
             });
         // The process is gone only once its file is complete, as `pidof` shows on a device.
-        guard(&self.processes).retain(|p| p.pid != pid);
+        drop(process);
+        // A signal it does not catch (SIGKILL, ...) ends it as the shell reports: 128 + N.
+        if let Some(number) = ended.filter(|n| effect(*n) == Some(Signal::Kill)) {
+            return Output::status(128 + i32::from(number));
+        }
         match (written, encoder_error) {
             (Err(err), _) => Output::error(format!("Unable to write '{path}': {err}\n"), 1),
             (Ok(()), Some(err)) => Output::error(format!("Encoder failed: {err}\n"), 1),

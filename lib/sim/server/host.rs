@@ -4,6 +4,7 @@ use std::io::{self, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use super::forward::is_forward;
 use super::wire::{fail, okay, okay_payload};
 use super::{Shared, FEATURES, IDLE_TIMEOUT, SERVER_VERSION, TRANSPORT_ID};
 
@@ -30,9 +31,28 @@ pub(super) fn split_host(request: &str) -> Option<(Scope<'_>, &str)> {
         return Some((Scope::TransportId(id), command));
     }
     let rest = request.strip_prefix("host-serial:")?;
-    // Serials can contain ':' (`192.168.1.5:5555`); the command never does.
-    let (serial, command) = rest.rsplit_once(':')?;
-    Some((Scope::Device(serial), command))
+    // Serials can contain ':' (`192.168.1.5:5555`), and so can commands (`forward:tcp:1;tcp:2`):
+    // the serial ends at the first ':' after which a host command begins.
+    let split = rest
+        .match_indices(':')
+        .map(|(at, _)| at)
+        .find(|&at| is_host_command(&rest[at + 1..]))
+        .or_else(|| rest.rfind(':'))?;
+    Some((Scope::Device(&rest[..split]), &rest[split + 1..]))
+}
+
+/// Whether `text` starts with a host command that may follow `host-serial:SERIAL:`.
+fn is_host_command(text: &str) -> bool {
+    const WHOLE: &[&str] = &[
+        "features",
+        "get-state",
+        "get-serialno",
+        "get-devpath",
+        "list-forward",
+        "killforward-all",
+    ];
+    const PREFIXES: &[&str] = &["forward:", "killforward:", "wait-for-"];
+    WHOLE.contains(&text) || PREFIXES.iter().any(|p| text.starts_with(p))
 }
 
 /// What to do with the socket after an answer.
@@ -114,6 +134,19 @@ pub(super) fn host(
             stream,
             select(shared, &scope).map(|()| "unknown".to_string()),
         ),
+        // The server's listeners, whatever device the prefix names.
+        "list-forward" => answer(stream, Ok(shared.forwards.listing(&shared.serial))),
+        forward if is_forward(forward) => {
+            if forward != "killforward-all" {
+                if let Err(reason) = select(shared, &scope) {
+                    return fail(stream, &reason).map(|()| Next::Close);
+                }
+            }
+            shared
+                .forwards
+                .answer(stream, forward)
+                .map(|()| Next::Close)
+        }
         wait if wait.starts_with("wait-for-") => {
             okay(stream)?;
             let deadline = Instant::now() + IDLE_TIMEOUT;
@@ -183,5 +216,13 @@ mod tests {
             Some((Scope::TransportId("1"), "features"))
         ));
         assert!(split_host("shell:ls").is_none());
+        assert!(matches!(
+            split_host("host-serial:emulator-5554:forward:tcp:1;tcp:2"),
+            Some((Scope::Device("emulator-5554"), "forward:tcp:1;tcp:2"))
+        ));
+        assert!(matches!(
+            split_host("host-serial:10.0.0.2:5555:killforward:tcp:1"),
+            Some((Scope::Device("10.0.0.2:5555"), "killforward:tcp:1"))
+        ));
     }
 }

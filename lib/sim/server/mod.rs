@@ -18,6 +18,7 @@
 //! so clients that dawdle can never lock out one that asks at once (a real `adb devices`).
 
 mod console;
+mod forward;
 mod host;
 mod shell;
 mod sync;
@@ -226,6 +227,7 @@ impl Sim {
             next_connection: AtomicU64::new(0),
             client_bytes: AtomicUsize::new(0),
             console_port: console.as_ref().map(|(_, port, _, _)| *port),
+            forwards: forward::Forwards::default(),
         });
         let accept_shared = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -325,6 +327,8 @@ struct Shared {
     client_bytes: AtomicUsize,
     /// The emulator console's port, when it serves one.
     console_port: Option<u16>,
+    /// `adb forward` listeners.
+    forwards: forward::Forwards,
 }
 
 /// An open client socket, and since when it has been waiting for a request (`None` while one is
@@ -388,6 +392,7 @@ impl Shared {
             return;
         }
         self.phone.interrupt_all();
+        self.forwards.remove_all();
         self.drop_connections();
         // Wake the accept loops so they see the flag.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
@@ -534,6 +539,14 @@ fn device_service(shared: &Shared, stream: &mut &TcpStream, request: &str) -> io
         }
     } else {
         let name = request.split(':').next().unwrap_or(request);
+        // Sockets on the device: no simulated program listens, so adbd cannot connect and the
+        // server reports the stream closed.
+        if matches!(
+            name,
+            "tcp" | "local" | "localabstract" | "localreserved" | "localfilesystem" | "jdwp"
+        ) {
+            return fail(stream, "closed");
+        }
         return fail(stream, &format!("unknown service {name:?}"));
     };
     if shared.phone.faults.offline() {

@@ -25,6 +25,7 @@ pub(super) fn serve(
     command: &str,
 ) -> io::Result<()> {
     let mut input = ClientInput::new(stream, v2, &shared.client_bytes);
+    input.pty = pty;
     let mut v2_sink = V2Sink { stream };
     let mut raw_sink = RawSink { stream };
     let sink: &mut dyn Sink = if v2 { &mut v2_sink } else { &mut raw_sink };
@@ -98,8 +99,10 @@ fn interactive(shared: &Shared, input: &mut ClientInput<'_>, out: &mut dyn Sink)
                     let text = String::from_utf8_lossy(&std::mem::take(&mut line)).into_owned();
                     if !text.trim().is_empty() {
                         // Commands run from a terminal get no stdin of their own here.
-                        let mut no_stdin = ClientInput::new(input.stream, false, input.held.pool);
+                        let mut no_stdin =
+                            ClientInput::new(input.stream, input.v2, input.held.pool);
                         no_stdin.taken = true;
+                        no_stdin.pty = true;
                         let finish = run_shell(shared, &text, &mut no_stdin, out);
                         status = finish.status;
                         if finish.exited {
@@ -203,6 +206,8 @@ pub(super) struct ClientInput<'a> {
     /// The client closed its end, or the socket failed.
     gone: bool,
     taken: bool,
+    /// A terminal: Ctrl-C from the client interrupts the running command.
+    pty: bool,
 }
 
 impl<'a> ClientInput<'a> {
@@ -216,6 +221,7 @@ impl<'a> ClientInput<'a> {
             closed: false,
             gone: false,
             taken: false,
+            pty: false,
         }
     }
 
@@ -344,5 +350,17 @@ impl shell::Session for ClientInput<'_> {
         }
         let _ = self.stream.set_nonblocking(false);
         self.gone
+    }
+
+    fn interrupted(&mut self) -> bool {
+        if shell::Session::hung_up(self) {
+            return true;
+        }
+        // Ctrl-C on a terminal: the line discipline drops the pending input and signals.
+        let typed = self.pty && self.data.contains(&0x03);
+        if typed {
+            self.data.clear();
+        }
+        typed
     }
 }

@@ -58,6 +58,17 @@ pub trait Session {
     }
     /// True once the client has gone away (adbd then sends the process SIGHUP).
     fn hung_up(&mut self) -> bool;
+    /// True once the client has gone away or, on a terminal, typed Ctrl-C (the line discipline
+    /// then sends the process SIGINT): a program that runs until stopped stops.
+    fn interrupted(&mut self) -> bool {
+        self.hung_up()
+    }
+    /// Writes to the command's stdout while it runs, for a program that streams (`logcat`):
+    /// `None` when its stdout does not go straight to the client (a pipe, a file), and the
+    /// program hands its output back when it ends; `Some(false)` once the client is gone.
+    fn write_live(&mut self, _bytes: &[u8]) -> Option<bool> {
+        None
+    }
 }
 
 /// A session whose stdin is fixed bytes (a pipe, a `<` file) but whose client is the outer one.
@@ -73,6 +84,39 @@ impl Session for Fed<'_> {
 
     fn hung_up(&mut self) -> bool {
         self.outer.hung_up()
+    }
+
+    fn interrupted(&mut self) -> bool {
+        self.outer.interrupted()
+    }
+}
+
+/// The session of the last command of a pipeline whose stdout is not redirected: what it
+/// writes while it runs goes to the client at once.
+struct Live<'a> {
+    inner: &'a mut dyn Session,
+    sink: &'a mut dyn Sink,
+}
+
+impl Session for Live<'_> {
+    fn stdin(&mut self) -> Vec<u8> {
+        self.inner.stdin()
+    }
+
+    fn stdin_up_to(&mut self, limit: usize) -> Vec<u8> {
+        self.inner.stdin_up_to(limit)
+    }
+
+    fn hung_up(&mut self) -> bool {
+        self.inner.hung_up()
+    }
+
+    fn interrupted(&mut self) -> bool {
+        self.inner.interrupted()
+    }
+
+    fn write_live(&mut self, bytes: &[u8]) -> Option<bool> {
+        Some(self.sink.write(false, bytes))
     }
 }
 
@@ -219,8 +263,11 @@ fn run_pipeline(
             None => Some(Vec::new()),
         };
         let prepared = prepare(command, env);
+        // The last command writes to the client unless its stdout is redirected.
+        let live = (index == last && !prepared.redirects.iter().any(|(fd, _, _)| *fd == 1))
+            .then_some(&mut *sink);
         let mut replaced = false;
-        let output = match run_simple(&prepared, programs, fs, input, session, env) {
+        let output = match run_simple(&prepared, programs, fs, input, session, live, env) {
             Ok(Step::Exit(code)) => return Flow::Exit(code),
             Ok(Step::Done(output)) => output,
             Ok(Step::Replaced(output)) => {
@@ -310,6 +357,7 @@ fn run_simple(
     fs: &FsHandle,
     input: Option<Vec<u8>>,
     session: &mut dyn Session,
+    live: Option<&mut (dyn Sink + '_)>,
     env: &mut Env,
 ) -> Result<Step, String> {
     // Output targets must be creatable before the command runs, as with a real shell.
@@ -386,14 +434,35 @@ fn run_simple(
                 input: Some(input),
                 outer: session,
             };
-            programs.run(argv, &mut fed, fs)
+            run_program(programs, argv, &mut fed, live, fs)
         }
-        None => programs.run(argv, session, fs),
+        None => run_program(programs, argv, session, live, fs),
     };
     Ok(match replaces {
         true => Step::Replaced(output),
         false => Step::Done(output),
     })
+}
+
+/// Runs a program, its stdout live to the client when `live` is the client's sink.
+fn run_program(
+    programs: &dyn Programs,
+    argv: &[String],
+    session: &mut dyn Session,
+    live: Option<&mut (dyn Sink + '_)>,
+    fs: &FsHandle,
+) -> Output {
+    match live {
+        Some(sink) => programs.run(
+            argv,
+            &mut Live {
+                inner: session,
+                sink,
+            },
+            fs,
+        ),
+        None => programs.run(argv, session, fs),
+    }
 }
 
 #[derive(Default)]

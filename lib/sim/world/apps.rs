@@ -4,63 +4,86 @@
 use std::collections::BTreeSet;
 
 use super::{
-    InstallError, World, ADB_KEYBOARD_IME, ADB_KEYBOARD_PACKAGE, LATIN_IME, SYSTEM_PACKAGES,
+    Added, Crash, InstallError, UninstallError, World, ADB_KEYBOARD_IME, ADB_KEYBOARD_PACKAGE,
+    LATIN_IME, SYSTEM_PACKAGES,
 };
 use crate::sim::model::Destination;
-use crate::sim::system::{package_label, LAUNCHER_PACKAGE};
+use crate::sim::system::{package_label, threadtime_lines, LAUNCHER_PACKAGE};
 impl World {
     pub fn installed_packages(&self) -> Vec<String> {
         let mut packages: BTreeSet<String> = SYSTEM_PACKAGES
             .iter()
             .map(|(package, _)| package.to_string())
             .collect();
-        packages.insert(self.model.package().to_string());
-        packages.extend(self.model.screens().iter().map(|s| s.package.clone()));
-        packages.extend(self.model.transitions().iter().filter_map(|t| match &t.to {
-            Destination::External(package) => Some(package.clone()),
-            _ => None,
-        }));
+        packages.extend(self.model_packages());
         if self.adb_keyboard_installed() {
             packages.insert(ADB_KEYBOARD_PACKAGE.to_string());
         }
         packages.extend(self.options.hosted.iter().cloned());
+        packages.retain(|p| !self.removed.contains(p));
         packages.extend(self.added.keys().cloned());
         packages.into_iter().collect()
     }
 
-    /// `adb install` / `pm install`: a package the model does not fix joins the installed
-    /// ones (it shows a generic screen when launched); `replace` (`-r`) lets it update one
-    /// installed that way.
+    /// `adb install` / `pm install`: the APK's package joins the installed ones, with its
+    /// version and activities; launched, it shows a plain screen of its main activity, unless it
+    /// is a package of the model (the user uninstalled it and installs it again), whose screens
+    /// then come back. `replace` false (`-R`) refuses a package already installed. A package
+    /// the model or the phone has installed cannot be replaced: its signature is not this APK's.
     pub fn install(
         &mut self,
-        package: &str,
-        version_name: Option<String>,
+        manifest: &crate::apk::Manifest,
         replace: bool,
     ) -> Result<(), InstallError> {
+        let package = manifest.package.as_str();
         let added = self.added.contains_key(package);
-        if self.installed(package) && !added {
-            return Err(InstallError::Fixed(package.to_string()));
-        }
-        if added && !replace {
+        let installed = self.installed(package);
+        if installed && !replace {
             return Err(InstallError::Exists(package.to_string()));
+        }
+        if installed && !added {
+            return Err(InstallError::Fixed(package.to_string()));
         }
         if added {
             self.kill(package);
         }
-        self.added.insert(package.to_string(), version_name);
+        self.removed.remove(package);
+        self.added.insert(
+            package.to_string(),
+            Added {
+                version_name: manifest.version_name.clone(),
+                activities: manifest.activities.clone(),
+                launcher: manifest.launchers.first().cloned(),
+            },
+        );
         self.shown();
         Ok(())
     }
 
-    /// `pm uninstall`: true when the package was installed by `install` (and is now gone).
-    pub fn uninstall(&mut self, package: &str) -> bool {
-        if self.added.remove(package).is_none() {
-            return false;
+    /// `pm uninstall`: the package leaves the device: its process dies, its tasks go, the
+    /// launcher forgets it. The phone's own packages refuse.
+    pub fn uninstall(&mut self, package: &str) -> Result<(), UninstallError> {
+        if !self.installed(package) {
+            return Err(UninstallError::NotInstalled(package.to_string()));
+        }
+        if self.is_system_package(package) {
+            return Err(UninstallError::System(package.to_string()));
+        }
+        self.log_input("uninstall", vec![("package", package.into())]);
+        self.added.remove(package);
+        if self.model_packages().contains(package)
+            || self.options.hosted.iter().any(|p| p == package)
+            || package == ADB_KEYBOARD_PACKAGE
+        {
+            self.removed.insert(package.to_string());
         }
         self.kill(package);
         self.tasks.retain(|t| t.package != package);
+        if self.tasks.is_empty() && self.front == super::Front::App {
+            self.front = super::Front::Launcher;
+        }
         self.shown();
-        true
+        Ok(())
     }
 
     /// Whether `install` put the package on the device.
@@ -68,9 +91,32 @@ impl World {
         self.added.contains_key(package)
     }
 
+    /// What an installed APK declared, for a package `install` put there.
+    pub fn added(&self, package: &str) -> Option<&Added> {
+        self.added.get(package)
+    }
+
+    /// The packages the model's screens and transitions belong to.
+    fn model_packages(&self) -> BTreeSet<String> {
+        let mut packages = BTreeSet::from([self.model.package().to_string()]);
+        packages.extend(self.model.screens().iter().map(|s| s.package.clone()));
+        packages.extend(self.model.transitions().iter().filter_map(|t| match &t.to {
+            Destination::External(package) => Some(package.clone()),
+            _ => None,
+        }));
+        packages
+    }
+
     pub fn version_name(&self, package: &str) -> Option<String> {
-        if let Some(version) = self.added.get(package) {
-            Some(version.clone().unwrap_or_else(|| "null".to_string()))
+        if let Some(added) = self.added.get(package) {
+            Some(
+                added
+                    .version_name
+                    .clone()
+                    .unwrap_or_else(|| "null".to_string()),
+            )
+        } else if !self.installed(package) {
+            None
         } else if package == self.model.package() {
             Some(self.model.version_name().to_string())
         } else if self.installed(package) {
@@ -82,18 +128,33 @@ impl World {
 
     /// The crash buffer as `logcat -b crash -d` prints it (FATAL EXCEPTION blocks).
     pub fn crash_log(&self) -> String {
-        if self.crash_blocks.is_empty() {
+        if self.crashes.is_empty() {
             return String::new();
         }
         let mut out = String::from("--------- beginning of crash\n");
-        for block in &self.crash_blocks {
-            out.push_str(block);
+        for crash in &self.crashes {
+            out.push_str(&threadtime_lines(
+                &crash.time,
+                crash.pid,
+                'E',
+                "AndroidRuntime",
+                &crash.lines,
+            ));
         }
         out
     }
 
+    /// The crashes after the one numbered `seq`, oldest first.
+    pub fn crashes_since(&self, seq: u64) -> Vec<Crash> {
+        self.crashes
+            .iter()
+            .filter(|crash| crash.seq > seq)
+            .cloned()
+            .collect()
+    }
+
     pub fn clear_crash_log(&mut self) {
-        self.crash_blocks.clear();
+        self.crashes.clear();
     }
 
     /// Installed input methods, as `ime list -a -s` prints their ids.
@@ -177,9 +238,16 @@ impl World {
     }
 
     pub(super) fn launchable(&self) -> Vec<String> {
-        let mut apps = vec![self.model.package().to_string()];
-        apps.extend(self.installed_packages().into_iter().filter(|p| {
+        let installed = self.installed_packages();
+        let mut apps: Vec<String> = installed
+            .iter()
+            .filter(|p| *p == self.model.package())
+            .cloned()
+            .collect();
+        apps.extend(installed.into_iter().filter(|p| {
             p != self.model.package()
+                // An installed APK without a launcher activity has no icon.
+                && self.added.get(p).is_none_or(|a| a.launcher.is_some())
                 && !matches!(
                     p.as_str(),
                     "android"

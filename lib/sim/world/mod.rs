@@ -108,13 +108,38 @@ pub enum InputError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum InstallError {
-    /// The model, or the phone itself, fixes this package.
-    #[error("INSTALL_FAILED_UPDATE_INCOMPATIBLE: the app model fixes {0}")]
+    /// A package the model or the phone installed: the APK is not signed with its key.
+    #[error(
+        "INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package {0} signatures do not match newer version; ignoring!"
+    )]
     Fixed(String),
     #[error(
         "INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install {0} without first uninstalling."
     )]
     Exists(String),
+}
+
+/// Why `pm uninstall` refused a package.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum UninstallError {
+    #[error("not installed for 0")]
+    NotInstalled(String),
+    /// A package of the system image.
+    #[error("DELETE_FAILED_INTERNAL_ERROR")]
+    System(String),
+}
+
+/// An app's uncaught exception, as `AndroidRuntime` logged it into the crash buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Crash {
+    /// 1 for the device's first crash, then counting up (clearing the buffer keeps counting).
+    pub seq: u64,
+    pub time: chrono::DateTime<chrono::Utc>,
+    pub package: String,
+    pub pid: u32,
+    /// The FATAL EXCEPTION block, one log line each.
+    pub lines: Vec<String>,
 }
 
 /// What an entry of a back stack shows.
@@ -172,7 +197,10 @@ pub struct World {
     /// Least recent first; the last one is in front when `front` is `App`.
     tasks: Vec<Task>,
     front: Front,
-    crash_blocks: Vec<String>,
+    /// The crash buffer: every uncaught exception since the last clear.
+    crashes: Vec<Crash>,
+    /// How many crashes ever happened (the `seq` of the last one).
+    crash_count: u64,
     pids: BTreeMap<String, u32>,
     next_pid: u32,
     anr_screen: Option<String>,
@@ -188,8 +216,20 @@ pub struct World {
     borrowed: Option<usize>,
     /// The last location fix (longitude, latitude).
     location: Option<(f64, f64)>,
-    /// Packages `install` added, with their version name.
-    added: BTreeMap<String, Option<String>>,
+    /// Packages `install` put on the device, with what their APK declares.
+    added: BTreeMap<String, Added>,
+    /// The model's packages the user uninstalled (gone until an APK of theirs is installed).
+    removed: BTreeSet<String>,
+}
+
+/// What an installed APK declares, as the package manager keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Added {
+    pub version_name: Option<String>,
+    /// Every activity, fully qualified.
+    pub activities: Vec<String>,
+    /// The MAIN / LAUNCHER activity (or alias) the launcher starts, if any.
+    pub launcher: Option<String>,
 }
 
 impl World {
@@ -199,7 +239,8 @@ impl World {
             options,
             tasks: Vec::new(),
             front: Front::Launcher,
-            crash_blocks: Vec::new(),
+            crashes: Vec::new(),
+            crash_count: 0,
             pids: BTreeMap::new(),
             next_pid: FIRST_PID,
             anr_screen: None,
@@ -212,6 +253,7 @@ impl World {
             borrowed: None,
             location: None,
             added: BTreeMap::new(),
+            removed: BTreeSet::new(),
         };
         world.shown();
         world
@@ -360,7 +402,18 @@ impl World {
     fn screen_for(&self, view: &View) -> Screen {
         match view {
             View::Model(index) => self.model.screen(*index).clone(),
-            View::External(package) => external_screen(package, self.screen_size()),
+            View::External(package) => {
+                let mut screen = external_screen(package, self.screen_size());
+                // An installed APK's plain screen is its main activity.
+                if let Some(activity) = self
+                    .added
+                    .get(package)
+                    .and_then(|a| a.launcher.clone().or_else(|| a.activities.first().cloned()))
+                {
+                    screen.activity = activity;
+                }
+                screen
+            }
         }
     }
 

@@ -1,10 +1,10 @@
 //! Tasks and back stacks: launching, starting activities, back, home, the destinations of
 //! transitions, crashes and process deaths.
 
-use super::{Entry, Front, LaunchError, Stack, Task, View, World};
+use super::{Crash, Entry, Front, LaunchError, Stack, Task, View, World};
 use crate::sim::component::full_class;
 use crate::sim::model::{Action, AppModel, Destination};
-use crate::sim::system::{fatal_exception_block, LAUNCHER_PACKAGE};
+use crate::sim::system::{fatal_exception_lines, LAUNCHER_PACKAGE};
 /// The package whose activity shows `view`.
 fn view_package(model: &AppModel, view: &View) -> String {
     match view {
@@ -292,8 +292,14 @@ impl World {
             .top_screen_index()
             .map(|i| self.model.screen(i).activity.clone())
             .unwrap_or_else(|| format!("{package}.MainActivity"));
-        self.crash_blocks
-            .push(fatal_exception_block(&package, pid, &activity, exception));
+        self.crash_count += 1;
+        self.crashes.push(Crash {
+            seq: self.crash_count,
+            time: chrono::Utc::now(),
+            lines: fatal_exception_lines(&package, pid, &activity, exception),
+            package: package.clone(),
+            pid,
+        });
         self.kill(&package);
     }
 

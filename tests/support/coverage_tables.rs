@@ -1,0 +1,158 @@
+//! The coverage tables, rendered from the figures the bench's `coverage` section keeps (its
+//! sections in bench.json). The bench prints them with this code, and docs/decide.md holds the
+//! same text between markers: `docs::coverage_tables_are_bench_json_s` checks it, and
+//! `make docs` (`DROID_WRITE_DOCS=1`) rewrites it from bench.json.
+// The bench renders; only the test reads and writes documents.
+#![allow(dead_code)]
+
+use serde_json::{Map, Value};
+
+/// The bench.json section of a coverage run with `per_screen` × the ceiling's screens.
+pub fn section_name(per_screen: u64) -> String {
+    match per_screen {
+        3 => "coverage".to_string(),
+        n => format!("coverage_{n}x"),
+    }
+}
+
+/// The line that opens the generated text in a document.
+pub const BEGIN: &str =
+    "<!-- coverage tables: generated from bench.json by `make docs`, not edited by hand -->";
+/// The line that closes it.
+pub const END: &str = "<!-- end of the coverage tables -->";
+
+/// The tables of one coverage section: per app and decider, then per decider over the apps, then
+/// the ceiling as droid's screen key tells it apart.
+pub fn render(section: &Map<String, Value>) -> String {
+    let get = |key: &str| section.get(key).unwrap_or(&Value::Null);
+    let number = |key: &str| get(key).as_f64().unwrap_or(0.0);
+    let strings = |key: &str| -> Vec<String> {
+        get(key)
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let apps = strings("apps");
+    let deciders = strings("deciders");
+    let seeds = number("seeds") as u64;
+    let mut out = String::new();
+    out += &format!(
+        "Budget {} × the ceiling's screens; seeds 0-{}.\n\n",
+        number("per_screen"),
+        seeds.saturating_sub(1)
+    );
+    out += &format!(
+        "| app | ceiling | budget | decider | own screens reached, seeds 0-{} | mean | % of ceiling | ended explored | explored, a ceiling screen one move away | moves inferred per run | most steps repeated | model calls per new screen |\n",
+        seeds.saturating_sub(1)
+    );
+    out += "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    let mut shares: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+    for app in &apps {
+        let ceiling = number(&format!("{app}.ceiling"));
+        let budget = number(&format!("{app}.budget"));
+        for decider in &deciders {
+            let key = |field: &str| format!("{app}.{decider}.{field}");
+            let reached: Vec<String> = get(&key("reached"))
+                .as_array()
+                .map(|l| l.iter().map(|n| n.to_string()).collect())
+                .unwrap_or_default();
+            let mean = number(&key("mean"));
+            let share = 100.0 * mean / ceiling.max(1.0);
+            let short = get(&key("explored_one_move_short"))
+                .as_array()
+                .map_or(0, Vec::len);
+            out += &format!(
+                "| {app} | {ceiling} | {budget} | {decider} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {short} | {:.1} | {} | {:.1} |\n",
+                reached.join(" "),
+                number(&key("ended_explored")),
+                number(&key("inferred_per_run")),
+                number(&key("most_steps_repeated")),
+                number(&key("model_calls_per_new_screen")),
+            );
+            match shares.iter_mut().find(|(d, _)| d == decider) {
+                Some((_, list)) => list.push((app.clone(), share)),
+                None => shares.push((decider.clone(), vec![(app.clone(), share)])),
+            }
+        }
+    }
+    out +=
+        "\nOver the apps, per decider: the mean share of the ceiling reached, and the lowest:\n\n";
+    out += "| decider | mean % of ceiling | lowest app |\n|---|---:|---|\n";
+    for (decider, list) in &shares {
+        let mean = list.iter().map(|(_, s)| s).sum::<f64>() / list.len().max(1) as f64;
+        let (lowest, low) = list
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .cloned()
+            .unwrap_or_default();
+        out += &format!("| {decider} | {mean:.0}% | {lowest} ({low:.0}%) |\n");
+    }
+    out += "\nThe ceiling's screens as droid tells them apart: model screens whose dumps give one \
+            screen key (a details page showing another product, a form with text typed, the same \
+            settings page scrolled by a few pixels) are one screen to droid's screen key; each \
+            decider's mean number of the ceiling's keys its seeds reached:\n\n";
+    out += &format!(
+        "| app | ceiling | told apart | {} |\n|---|---:|---:|{}\n",
+        deciders.join(" | "),
+        "---:|".repeat(deciders.len())
+    );
+    for app in &apps {
+        let keys = number(&format!("{app}.told_apart"));
+        let cells: Vec<String> = deciders
+            .iter()
+            .map(|d| {
+                let mean = number(&format!("{app}.{d}.told_apart_mean"));
+                format!("{mean:.1} ({:.0}%)", 100.0 * mean / keys.max(1.0))
+            })
+            .collect();
+        out += &format!(
+            "| {app} | {} | {keys} | {} |\n",
+            number(&format!("{app}.ceiling")),
+            cells.join(" | ")
+        );
+    }
+    out
+}
+
+/// The generated text for a document: each coverage section of `figures` (bench.json), the
+/// 3 × budget first, between [`BEGIN`] and [`END`].
+pub fn for_docs(figures: &Map<String, Value>) -> String {
+    let mut sections: Vec<(u64, &Map<String, Value>)> = figures
+        .iter()
+        .filter(|(name, _)| name.starts_with("coverage"))
+        .filter_map(|(_, v)| v.as_object())
+        .map(|s| (s.get("per_screen").and_then(Value::as_u64).unwrap_or(0), s))
+        .collect();
+    sections.sort_by_key(|(per_screen, _)| *per_screen);
+    let mut out = format!("{BEGIN}\n");
+    for (per_screen, section) in sections {
+        out += &format!(
+            "\n`{}` in bench.json (`PER_SCREEN={per_screen}`):\n\n",
+            section_name(per_screen)
+        );
+        out += &render(section);
+    }
+    out + "\n" + END
+}
+
+/// `document` with its generated text replaced by `generated`; `None` without the markers.
+pub fn replace_in(document: &str, generated: &str) -> Option<String> {
+    let start = document.find(BEGIN)?;
+    let end = document[start..].find(END)? + start + END.len();
+    Some(format!(
+        "{}{generated}{}",
+        &document[..start],
+        &document[end..]
+    ))
+}
+
+/// The generated text `document` holds now; `None` without the markers.
+pub fn current_in(document: &str) -> Option<&str> {
+    let start = document.find(BEGIN)?;
+    let end = document[start..].find(END)? + start + END.len();
+    Some(&document[start..end])
+}
