@@ -32,10 +32,44 @@ fn adb_installed() -> bool {
 struct KillServer(u16);
 
 impl Drop for KillServer {
+    /// `adb kill-server`, bounded: adb 1.0.41's server now and then hangs in its exit after
+    /// "killed by remote request", and its client waits for it forever. Then both are killed.
     fn drop(&mut self) {
-        let _ = Command::new("adb")
-            .args(["-P", &self.0.to_string(), "kill-server"])
-            .output();
+        let port = self.0.to_string();
+        let Ok(mut client) = Command::new("adb")
+            .args(["-P", &port, "kill-server"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        else {
+            return;
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if !matches!(client.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = client.kill();
+        let _ = client.wait();
+        // The server that would not exit: `adb -L tcp:PORT fork-server server ...`.
+        let listen = format!("tcp:{port}");
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let words: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            if words.iter().any(|w| *w == listen.as_bytes())
+                && words.iter().any(|w| *w == b"fork-server")
+            {
+                let pid = entry.file_name().to_string_lossy().into_owned();
+                if !pid.bytes().all(|b| b.is_ascii_digit()) {
+                    continue;
+                }
+                let _ = Command::new("sh")
+                    .args(["-c", &format!("kill -9 {pid}")])
+                    .status();
+            }
+        }
     }
 }
 
