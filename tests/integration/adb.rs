@@ -58,9 +58,7 @@ impl Drop for KillServer {
         for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
             let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
             let words: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            if words.iter().any(|w| *w == listen.as_bytes())
-                && words.iter().any(|w| *w == b"fork-server")
-            {
+            if words.contains(&listen.as_bytes()) && words.contains(&b"fork-server".as_slice()) {
                 let pid = entry.file_name().to_string_lossy().into_owned();
                 if !pid.bytes().all(|b| b.is_ascii_digit()) {
                     continue;
