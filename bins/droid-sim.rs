@@ -12,11 +12,7 @@ use droid::sim::check::check;
 use droid::sim::fault::{Fault, Latency};
 use droid::sim::infer::added_moves;
 use droid::sim::model::AppModel;
-use droid::sim::{Sim, SimConfig, SimError};
-
-/// The console ports adb looks for emulators on.
-const FIRST_CONSOLE: u16 = 5554;
-const LAST_CONSOLE: u16 = 5682;
+use droid::sim::{Sim, SimConfig};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -144,7 +140,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         console_home: std::env::var_os("HOME").map(PathBuf::from),
         ..SimConfig::new(app.clone())
     };
-    let sim = start(config, args.serial)
+    let sim = Sim::start_as(config, args.serial)
         .with_context(|| format!("cannot start the simulator for {app}"))?;
     let ready =
         serde_json::json!({"type": "sim_ready", "port": sim.port(), "serial": sim.serial()});
@@ -154,29 +150,6 @@ fn run(args: Args) -> anyhow::Result<()> {
     drop(stdout);
     sim.wait();
     Ok(())
-}
-
-/// Starts the simulator as `serial`, or as the first `emulator-N` whose console port is free.
-fn start(config: SimConfig, serial: Option<String>) -> Result<droid::sim::SimHandle, SimError> {
-    if let Some(serial) = serial {
-        return Sim::start(SimConfig { serial, ..config });
-    }
-    if config.console_home.is_none() {
-        return Sim::start(config);
-    }
-    let mut last = None;
-    // The range adb scans for local emulators.
-    for port in (FIRST_CONSOLE..=LAST_CONSOLE).step_by(2) {
-        let attempt = SimConfig {
-            serial: format!("emulator-{port}"),
-            ..config.clone()
-        };
-        match Sim::start(attempt) {
-            Err(err @ SimError::ConsolePort { .. }) => last = Some(err),
-            other => return other,
-        }
-    }
-    Err(last.unwrap_or(SimError::BadSerial(String::new())))
 }
 
 fn main() -> ExitCode {

@@ -151,7 +151,34 @@ pub enum SimError {
 /// The simulator entry point.
 pub struct Sim;
 
+/// The console ports adb scans for local emulators: `emulator-5554` to `emulator-5682`.
+const FIRST_CONSOLE: u16 = 5554;
+const LAST_CONSOLE: u16 = 5682;
+
 impl Sim {
+    /// Starts the simulator as `serial`, or, without one and with a console home, as the first
+    /// `emulator-N` whose console port is free, so several simulators never share a port.
+    pub fn start_as(config: SimConfig, serial: Option<String>) -> Result<SimHandle, SimError> {
+        if let Some(serial) = serial {
+            return Sim::start(SimConfig { serial, ..config });
+        }
+        if config.console_home.is_none() {
+            return Sim::start(config);
+        }
+        let mut last = None;
+        for port in (FIRST_CONSOLE..=LAST_CONSOLE).step_by(2) {
+            let attempt = SimConfig {
+                serial: format!("emulator-{port}"),
+                ..config.clone()
+            };
+            match Sim::start(attempt) {
+                Err(err @ SimError::ConsolePort { .. }) => last = Some(err),
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or(SimError::BadSerial(String::new())))
+    }
+
     /// Loads the model, binds 127.0.0.1 and serves in background threads until the handle is
     /// dropped or a client sends `host:kill`.
     pub fn start(config: SimConfig) -> Result<SimHandle, SimError> {
