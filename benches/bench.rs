@@ -933,14 +933,8 @@ fn decide_db() {
 /// complete); `MISSED=1` lists, per app and decider, the ceiling's screens a seed missed, in how
 /// many seeds, and the last move of `--check`'s walk to each (the kind of action it needs).
 fn coverage() {
-    let per_screen: u64 = env_list("PER_SCREEN")
-        .first()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(3);
-    let seeds: u64 = env_list("SEEDS")
-        .first()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(5);
+    let per_screen: u64 = env_number("PER_SCREEN", 3);
+    let seeds: u64 = env_number("SEEDS", 5);
     let apps: Vec<String> = explore::app_models()
         .into_iter()
         .filter(|app| {
@@ -1122,14 +1116,8 @@ fn coverage() {
 /// `--check`'s walk to it, how often the run stood on that move's screen, and what it decided
 /// there each time; a developer's tool, not a figure.
 fn misses() {
-    let per_screen: u64 = env_list("PER_SCREEN")
-        .first()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(3);
-    let seed: u64 = env_list("SEED")
-        .first()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let per_screen: u64 = env_number("PER_SCREEN", 3);
+    let seed: u64 = env_number("SEED", 0);
     let only = env_list("APP");
     for app in explore::app_models()
         .iter()
@@ -1350,6 +1338,14 @@ fn demand(
 }
 
 /// A comma-separated environment variable's items.
+/// The number in environment variable `name`, or `default` when it is unset or not a number.
+fn env_number(name: &str, default: u64) -> u64 {
+    env_list(name)
+        .first()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
 fn env_list(name: &str) -> Vec<String> {
     std::env::var(name)
         .unwrap_or_default()
