@@ -2,7 +2,7 @@
 //! the deciders explore. A plain harness: each section is a function; `cargo bench --bench bench
 //! -- SECTION...` runs only the named sections.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sections that explore every app model again for minutes only to compare identity rules:
 /// `make coverage` runs them, `make bench` does not.
-const SLOW: &[&str] = &["identity", "misses"];
+const SLOW: &[&str] = &["identity", "misses", "collisions"];
 
 /// Named sections, in the order they run.
 const SECTIONS: &[(&str, fn())] = &[
@@ -47,6 +47,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("coverage", coverage),
     ("identity", identity),
     ("misses", misses),
+    ("collisions", collisions),
     ("report", report),
 ];
 
@@ -1339,6 +1340,84 @@ fn demand(
 
 /// A comma-separated environment variable's items.
 /// The number in environment variable `name`, or `default` when it is unset or not a number.
+/// States of each app the screen key cannot tell apart: per app, the model screens of its own
+/// package a heuristic run showed, the keys they had, and for each key that more than one
+/// screen shared, which elements' texts or checked states differ between them.
+fn collisions() {
+    use droid::screen::ScreenKey;
+    let only = env_list("APP");
+    let per_screen: u64 = env_number("PER_SCREEN", 3);
+    for app in explore::app_models()
+        .iter()
+        .filter(|app| only.is_empty() || only.iter().any(|o| app_name(app) == o))
+    {
+        let (package, reachable, _) = explore::model_facts(app);
+        let run = explore::run_app(
+            app,
+            droid::decide::Decider::Heuristic,
+            0,
+            per_screen * reachable.len() as u64,
+        );
+        let mut by_key: BTreeMap<ScreenKey, BTreeMap<String, droid::events::Observation>> =
+            BTreeMap::new();
+        for (o, truth) in &run.observed {
+            if o.package.as_deref() != Some(package.as_str()) {
+                continue;
+            }
+            by_key
+                .entry(ScreenKey::of(o))
+                .or_default()
+                .entry(truth.clone())
+                .or_insert_with(|| o.clone());
+        }
+        let truths: usize = by_key.values().map(BTreeMap::len).sum();
+        println!(
+            "### {}: {} keys for {truths} (key, screen) pairs\n",
+            app_name(app),
+            by_key.len()
+        );
+        for (key, screens) in by_key.iter().filter(|(_, s)| s.len() > 1) {
+            println!(
+                "- {key}: {}",
+                screens.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+            let describe = |o: &droid::events::Observation| -> BTreeMap<String, String> {
+                let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+                o.elements
+                    .iter()
+                    .map(|e| {
+                        let slot = format!("{}|{}", e.class_name, e.resource_id);
+                        let n = seen.entry(slot.clone()).or_default();
+                        *n += 1;
+                        (
+                            format!("{slot}#{n}"),
+                            format!(
+                                "{:?} {:?} c={} s={}",
+                                e.text, e.content_desc, e.checked, e.selected
+                            ),
+                        )
+                    })
+                    .collect()
+            };
+            let all: Vec<_> = screens.values().map(describe).collect();
+            let mut slots: BTreeSet<&String> = BTreeSet::new();
+            for a in &all {
+                slots.extend(a.keys());
+            }
+            for slot in slots {
+                let values: Vec<String> = all
+                    .iter()
+                    .map(|a| a.get(slot).cloned().unwrap_or_else(|| "-".into()))
+                    .collect();
+                if values.iter().any(|v| *v != values[0]) {
+                    println!("    {slot}: {}", values.join(" / "));
+                }
+            }
+        }
+        println!();
+    }
+}
+
 fn env_number(name: &str, default: u64) -> u64 {
     env_list(name)
         .first()

@@ -97,11 +97,20 @@ impl Driver<'_, '_> {
                     return ("COMPLETED", "task_done".into());
                 }
                 Ok(StepEnd::Explored) => {
-                    let why = match self.stage.as_ref().map(|s| s.heuristic().graph().tally()) {
-                        Some(tally) => format!(
+                    let graph = self.stage.as_ref().map(|s| s.heuristic().graph());
+                    let why = match graph.map(|g| (g.tally(), g.refined_states())) {
+                        Some((tally, refined)) => format!(
                             "everything the exploration found is explored: every action of \
-                             its {} states tried ({} actions)",
-                            tally.states, tally.actions
+                             its {} states tried ({} actions){}",
+                            tally.states,
+                            tally.actions,
+                            match refined {
+                                0 => String::new(),
+                                n => format!(
+                                    "; {n} of the states are states of a screen told apart by \
+                                     what actions did there"
+                                ),
+                            }
                         ),
                         None => "everything the exploration found is explored".to_string(),
                     };

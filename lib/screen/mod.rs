@@ -18,6 +18,7 @@
 mod element;
 mod role;
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -141,6 +142,47 @@ fn hash_layout(elements: &[UiElement], hasher: &mut Sha256) {
             }
         }
         scrolling.push((element.depth, inside || element.scrollable));
+    }
+}
+
+/// What a screen's elements show that its [`ScreenKey`] leaves out: each element's text
+/// (typed text too), description and checked state, by its slot (class, resource id and its
+/// place among the elements alike). Two visits of one key differ here when a field holds
+/// other text, a box is ticked, a list is scrolled or a dialog says something else; the
+/// exploration graph tells such states apart when what an action did shows they are (see
+/// [`crate::decide::graph`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details(BTreeMap<String, String>);
+
+impl Details {
+    pub fn of(elements: &[UiElement]) -> Details {
+        let mut alike: HashMap<(&str, &str), u32> = HashMap::new();
+        let shown = elements.iter().map(|e| {
+            let place = alike
+                .entry((e.class_name.as_str(), e.resource_id.as_str()))
+                .or_default();
+            *place += 1;
+            let slot = format!("{}|{}#{place}", e.class_name, e.resource_id);
+            let checked = if e.checked { "\u{1f}checked" } else { "" };
+            let value = format!("{}\u{1f}{}{checked}", e.text, e.content_desc);
+            (slot, value)
+        });
+        Details(shown.collect())
+    }
+
+    /// What the slot shows (`None`: no element there).
+    pub fn get(&self, slot: &str) -> Option<&str> {
+        self.0.get(slot).map(String::as_str)
+    }
+
+    /// The slots that show something else in `other` (or are only in one of the two).
+    pub fn differing<'a>(&'a self, other: &'a Details) -> impl Iterator<Item = &'a String> {
+        let mine = self
+            .0
+            .iter()
+            .filter(|(slot, value)| other.0.get(*slot) != Some(value));
+        let theirs = other.0.keys().filter(|slot| !self.0.contains_key(*slot));
+        mine.map(|(slot, _)| slot).chain(theirs)
     }
 }
 
@@ -417,6 +459,11 @@ impl<'o> Screen<'o> {
         &self.key
     }
 
+    /// What its elements show beyond its key (see [`Details`]).
+    pub fn details(&self) -> Details {
+        Details::of(&self.observation.elements)
+    }
+
     pub fn observation(&self) -> &'o Observation {
         self.observation
     }
@@ -553,6 +600,34 @@ mod tests {
     }
 
     const FORM: &str = r#"<hierarchy><node class="android.widget.FrameLayout" bounds="[0,0][1080,2400]"><node class="android.widget.EditText" resource-id="app:id/email" text="typed@example.com" clickable="true" focusable="true" enabled="true" bounds="[0,100][1080,200]"/><node class="android.widget.EditText" resource-id="app:id/password" password="true" text="secret" clickable="true" enabled="true" bounds="[0,200][1080,300]"/><node class="android.widget.CheckBox" text="Remember me" checkable="true" clickable="true" enabled="true" bounds="[0,300][1080,400]"/><node class="android.widget.Button" text="Sign in" clickable="true" enabled="true" bounds="[0,400][1080,500]"/><node class="android.widget.TextView" text="12:03" bounds="[0,500][1080,600]"/></node></hierarchy>"#;
+
+    #[test]
+    fn details_are_what_the_key_leaves_out_slot_by_slot() {
+        let details = |xml: &str| Details::of(&observation("A", xml).elements);
+        let base = details(FORM);
+        let differing =
+            |xml: String| -> Vec<String> { base.differing(&details(&xml)).cloned().collect() };
+        assert!(differing(FORM.to_string()).is_empty());
+        assert_eq!(
+            differing(FORM.replace("typed@example.com", "")),
+            ["android.widget.EditText|app:id/email#1"]
+        );
+        assert_eq!(
+            differing(FORM.replace("checkable=\"true\"", "checkable=\"true\" checked=\"true\"")),
+            ["android.widget.CheckBox|#1"]
+        );
+        assert_eq!(
+            differing(FORM.replace("12:03", "12:04")),
+            ["android.widget.TextView|#1"]
+        );
+        // A slot only one of the two shows differs too.
+        let shorter = FORM.replace(
+            r#"<node class="android.widget.TextView" text="12:03" bounds="[0,500][1080,600]"/>"#,
+            "",
+        );
+        assert_eq!(differing(shorter), ["android.widget.TextView|#1"]);
+        assert_eq!(base.get("android.widget.Button|#1"), Some("Sign in\u{1f}"));
+    }
 
     #[test]
     fn typed_text_checked_state_and_passive_text_keep_the_screen() {

@@ -1,14 +1,17 @@
 //! The exploration graph a decider keeps in memory: screens (by [`ScreenKey`], the one identity
-//! rule droid has), the actions each offers (by [`ActionKey`]), which were tried, and the edges
+//! rule droid has, each key split into the states what actions did told apart, see
+//! [`refine`]), the actions each offers (by [`ActionKey`]), which were tried, and the edges
 //! learned from what followed an action.
 
 mod promise;
+mod refine;
 mod route;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
-use crate::screen::{ActionKey, Rank, Screen, ScreenKey, SCROLL};
+use crate::screen::{ActionKey, Details, Rank, Screen, ScreenKey, SCROLL};
 use crate::ui::Bounds;
 
 pub use promise::{Kind, UNSEEN_PRODUCTIVITY};
@@ -21,6 +24,14 @@ pub type ScreenIndex = usize;
 #[derive(Debug, Clone)]
 struct Node {
     key: ScreenKey,
+    /// What the state showed when it was told apart from the key's others (its first visit's
+    /// for a key not split): its values of the key's slots say which state an observation is.
+    details: Rc<Details>,
+    /// What the screen showed when each action's first outcome was seen: where a later outcome
+    /// that differs looks for why (see [`refine`]).
+    witnessed: BTreeMap<ActionKey, Rc<Details>>,
+    /// Merged into another state of its key (see [`refine`]): no actions, no edges, no goal.
+    merged: bool,
     /// Every action seen on this screen, with its rank.
     actions: BTreeMap<ActionKey, Rank>,
     /// Where each action's widget was last seen, to walk a known path without observing.
@@ -58,6 +69,31 @@ struct Node {
 }
 
 impl Node {
+    fn new(key: ScreenKey, details: Rc<Details>) -> Node {
+        Node {
+            key,
+            details,
+            witnessed: BTreeMap::new(),
+            merged: false,
+            actions: BTreeMap::new(),
+            places: BTreeMap::new(),
+            kinds: BTreeMap::new(),
+            controls: BTreeSet::new(),
+            tried: BTreeSet::new(),
+            untried: BTreeMap::new(),
+            edges: BTreeMap::new(),
+            visits: 0,
+            outside: false,
+            guest: false,
+            parent: None,
+            outcomes: 0,
+            discoveries: 0,
+            stalled: BTreeSet::new(),
+            revived: BTreeSet::new(),
+            dead: BTreeSet::new(),
+        }
+    }
+
     /// An action seen on this screen (its first rank stays).
     fn add_action(&mut self, key: &ActionKey, rank: Rank) {
         if !self.actions.contains_key(key) {
@@ -101,7 +137,12 @@ pub struct Place {
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     screens: Vec<Node>,
-    by_key: HashMap<ScreenKey, ScreenIndex>,
+    /// Each key's states.
+    by_key: HashMap<ScreenKey, refine::States>,
+    /// The screen observed last and what it showed, and the one before it: where the outcome
+    /// being recorded was taken from (see [`Graph::record_edge`]).
+    shown: Option<(ScreenIndex, Rc<Details>)>,
+    before: Option<(ScreenIndex, Rc<Details>)>,
     /// The screen the app shows when (re)launched.
     launch: Option<ScreenIndex>,
     /// Per widget's action key, where it led away.
@@ -134,36 +175,12 @@ impl Graph {
         self.screens.len()
     }
 
-    /// The screen an observation shows, added when new; its actions are merged in and its
-    /// visit counted.
+    /// The screen an observation shows, added when new (the state of its key the observation
+    /// is in, see [`refine`]); its actions are merged in and its visit counted.
     pub fn observe(&mut self, shown: &Screen) -> ScreenIndex {
-        let id = match self.by_key.get(shown.key()) {
-            Some(&id) => id,
-            None => {
-                let id = self.screens.len();
-                self.screens.push(Node {
-                    key: shown.key().clone(),
-                    actions: BTreeMap::new(),
-                    places: BTreeMap::new(),
-                    kinds: BTreeMap::new(),
-                    controls: BTreeSet::new(),
-                    tried: BTreeSet::new(),
-                    untried: BTreeMap::new(),
-                    edges: BTreeMap::new(),
-                    visits: 0,
-                    outside: false,
-                    guest: false,
-                    parent: None,
-                    outcomes: 0,
-                    discoveries: 0,
-                    stalled: BTreeSet::new(),
-                    revived: BTreeSet::new(),
-                    dead: BTreeSet::new(),
-                });
-                self.by_key.insert(shown.key().clone(), id);
-                id
-            }
-        };
+        let details = Rc::new(shown.details());
+        let id = self.state_of(shown.key(), &details, None);
+        self.before = self.shown.replace((id, details));
         let screen = &mut self.screens[id];
         screen.visits += 1;
         let known = screen.actions.len();
@@ -202,7 +219,7 @@ impl Graph {
     /// of the app, another app's excluded) and their actions, and of those the states with
     /// actions not tried and those actions.
     pub fn tally(&self) -> Tally {
-        let own = self.screens.iter().filter(|s| !s.outside);
+        let own = self.screens.iter().filter(|s| !s.outside && !s.merged);
         let mut tally = Tally::default();
         for screen in own {
             tally.states += 1;
@@ -220,9 +237,9 @@ impl Graph {
         self.screens.get(screen).map(|s| &s.key)
     }
 
-    /// The screen of the graph with this identity.
+    /// The first state of the graph with this identity.
     pub fn find(&self, key: &ScreenKey) -> Option<ScreenIndex> {
-        self.by_key.get(key).copied()
+        self.by_key.get(key).and_then(refine::States::first)
     }
 
     /// The screen the app shows when launched: the goal of [`Move::Relaunch`].
@@ -317,10 +334,16 @@ impl Graph {
         key: &ActionKey,
         to: ScreenIndex,
         renewed: bool,
-    ) {
+    ) -> ScreenIndex {
+        let (from, to) = self.refine(from, key, to);
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
-            return;
+            return to;
         };
+        let witnessed = self
+            .before
+            .as_ref()
+            .filter(|(at, _)| *at == from)
+            .map(|(_, details)| details.clone());
         let first_outcome = self
             .screens
             .get(from)
@@ -330,9 +353,12 @@ impl Graph {
         let typed_state =
             first_outcome && key.is_input() && to != from && self.is_state_of(to, from);
         let Some(screen) = self.screens.get_mut(from) else {
-            return;
+            return to;
         };
         screen.set_tried(key);
+        if let Some(details) = witnessed {
+            screen.witnessed.entry(key.clone()).or_insert(details);
+        }
         let targets = screen.edges.entry(key.clone()).or_default();
         if targets.is_empty() {
             if !typed_state {
@@ -372,6 +398,10 @@ impl Graph {
         }
         if first_seen && to != from && Some(to) != self.launch {
             self.screens[to].parent.get_or_insert(from);
+        }
+        match first_outcome {
+            true => self.merge_alike(from, key, to),
+            false => to,
         }
     }
 
@@ -604,6 +634,93 @@ mod tests {
         assert_eq!(graph.promise(page, &row("d"), Rank::Text), 2.0 / 4.0);
         // The menu is no row of the list.
         assert_eq!(graph.promise(page, &click("Menu"), Rank::Text), 1.0);
+    }
+
+    /// A page of `activity` with buttons "A" and "B" and a label showing `label` (no action: the
+    /// key is the same whatever it shows).
+    fn labelled(label: &str) -> Observation {
+        let mut page = screen("Page", "0", &["A", "B"]);
+        page.elements.push(UiElement {
+            element_id: 2,
+            text: label.into(),
+            class_name: "android.widget.TextView".into(),
+            resource_id: "id/status".into(),
+            enabled: true,
+            bounds: Bounds::from([0, 300, 1080, 400]),
+            ..UiElement::default()
+        });
+        page
+    }
+
+    #[test]
+    fn a_key_splits_when_one_action_has_two_outcomes_and_merges_back() {
+        let mut graph = Graph::new();
+        let (one, two, three) = (labelled("one"), labelled("two"), labelled("three"));
+        let (x, y) = (screen("X", "0", &["X"]), screen("Y", "0", &["Y"]));
+        let page = graph.observe(&Screen::of(&one));
+        let to_x = graph.observe(&Screen::of(&x));
+        assert_eq!(graph.record_edge(page, &click("A"), to_x, false), to_x);
+        let again = graph.observe(&Screen::of(&one));
+        assert_eq!(again, page);
+        let went = graph.observe(&Screen::of(&screen("Z", "0", &["Z"])));
+        graph.record_edge(page, &click("B"), went, false);
+        // The label shows "two": the same key, the same state so far.
+        assert_eq!(graph.observe(&Screen::of(&two)), page);
+        assert_eq!(graph.tally().states, 3);
+        // "A" shows Y this time: what the label showed tells the two visits apart, and the
+        // outcome belongs to the state the label says "two" in, with its own untried "B".
+        let to_y = graph.observe(&Screen::of(&y));
+        assert_eq!(graph.record_edge(page, &click("A"), to_y, false), to_y);
+        assert_eq!(graph.refined_states(), 1);
+        let split = graph.observe(&Screen::of(&two));
+        assert_ne!(split, page);
+        assert_eq!(graph.key(split), graph.key(page));
+        assert_eq!(graph.follow(split, &click("A")), Some(to_y));
+        assert_eq!(graph.follow(page, &click("A")), Some(to_x));
+        assert!(graph.is_tried(page, &click("B")));
+        assert!(!graph.is_tried(split, &click("B")));
+        assert_eq!(graph.observe(&Screen::of(&one)), page);
+        let left = graph.tally();
+        assert_eq!(left.states, 5);
+        assert!(left.actions_left >= 1, "{left:?}");
+        // A third label is a third state, until "A" shows there what it showed where the label
+        // said "one": the two behave alike, and are one state again.
+        let third = graph.observe(&Screen::of(&three));
+        assert!(third != page && third != split);
+        assert!(!graph.is_tried(third, &click("B")));
+        let to_x = graph.observe(&Screen::of(&x));
+        graph.record_edge(third, &click("A"), to_x, false);
+        assert_eq!(graph.observe(&Screen::of(&three)), page);
+        assert_eq!(graph.tally().states, 5);
+        assert_eq!(graph.refined_states(), 1);
+    }
+
+    #[test]
+    fn a_key_is_not_split_by_outcomes_its_details_do_not_explain() {
+        let mut graph = Graph::new();
+        let one = labelled("one");
+        let page = graph.observe(&Screen::of(&one));
+        let x = graph.observe(&Screen::of(&screen("X", "0", &["X"])));
+        graph.record_edge(page, &click("A"), x, false);
+        graph.observe(&Screen::of(&one));
+        let y = graph.observe(&Screen::of(&screen("Y", "0", &["Y"])));
+        graph.record_edge(page, &click("A"), y, false);
+        assert_eq!(graph.refined_states(), 0);
+        assert_eq!(graph.observe(&Screen::of(&one)), page);
+        // Nor past the most states a key is split into.
+        let mut graph = Graph::new();
+        let mut states = BTreeSet::new();
+        for n in 0..2 * refine::MAX_STATES {
+            let shown = labelled(&n.to_string());
+            let at = graph.observe(&Screen::of(&shown));
+            states.insert(at);
+            let to = graph.observe(&Screen::of(&screen(&format!("T{n}"), "0", &["T"])));
+            graph.record_edge(at, &click("A"), to, false);
+        }
+        assert_eq!(graph.refined_states(), refine::MAX_STATES - 1);
+        assert!(states.len() < refine::MAX_STATES, "{states:?}");
+        let past = graph.observe(&Screen::of(&labelled("past the most")));
+        assert_eq!(Some(past), graph.find(graph.key(past).unwrap()));
     }
 
     #[test]

@@ -220,7 +220,7 @@ impl Heuristic {
     /// another app is marked so no path aims at it; fields this screen will not fill are marked
     /// tried, so a field left empty here does not make a goal of it elsewhere.
     pub fn observe(&mut self, shown: &Screen) -> ScreenIndex {
-        let screen = self.graph.observe(shown);
+        let mut screen = self.graph.observe(shown);
         self.renewed = self.note_prefills(screen, shown);
         let renewed = !self.renewed.is_empty();
         let taken = std::mem::take(&mut self.taken);
@@ -243,7 +243,7 @@ impl Heuristic {
             // What an action does, seen after it was taken where it was observed, is something
             // found; an outcome of a blind move may be the walk's going astray.
             discovered |= *index < self.blind_from && !self.graph.is_learned(from, &key);
-            self.graph.record_edge(from, &key, screen, renewed);
+            screen = self.graph.record_edge(from, &key, screen, renewed);
 
             match stalled {
                 // Back on a screen the walk passed: the move from there went nowhere (a link
