@@ -244,6 +244,8 @@ impl Heuristic {
             // found; an outcome of a blind move may be the walk's going astray.
             discovered |= *index < self.blind_from && !self.graph.is_learned(from, &key);
             screen = self.graph.record_edge(from, &key, screen, renewed);
+            // The outcome may have told the screen's key apart into states: this one is new.
+            discovered |= self.graph.visits(screen) == 1;
 
             match stalled {
                 // Back on a screen the walk passed: the move from there went nowhere (a link
