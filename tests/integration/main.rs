@@ -41,4 +41,6 @@ mod sim_programs;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;
+#[path = "../support/stand_in.rs"]
+mod stand_in;
 mod ui;
