@@ -905,6 +905,8 @@ fn decide_db() {
                 prompt: PromptSettings::default(),
                 history: from_store::history(&db, "bench").expect("history"),
                 fall_back_when_unreachable: false,
+                budget: Default::default(),
+                price: None,
             };
             let mut stage = decide::Stage::new(config).expect("stage");
             let outcome = droid::filter::run(

@@ -655,7 +655,17 @@ fn run_stats(
         false => Value::Null,
     };
     let pairs: HashSet<(i64, i64)> = transitions.iter().map(|t| (t.from, t.to)).collect();
-    let computed: [(Statistic, Value); 10] = [
+    let per_screen = |statistic: Statistic| match (columns.get(statistic.name()), screens.len()) {
+        (Some(value), n) if n > 0 && value.is_number() => {
+            Value::from(value.as_f64().unwrap_or(0.0) / n as f64)
+        }
+        _ => Value::Null,
+    };
+    let cost_per_screen = per_screen(Statistic::TotalAiCost);
+    let calls_per_screen = per_screen(Statistic::TotalAiCalls);
+    let computed: [(Statistic, Value); 12] = [
+        (Statistic::AiCostPerNewScreen, cost_per_screen),
+        (Statistic::AiCallsPerNewScreen, calls_per_screen),
         (Statistic::ScreensPerMinute, screens_per_minute),
         (Statistic::BatchSuccessRate, batch_success_rate),
         (

@@ -25,6 +25,7 @@ mod fuzz;
 mod hash;
 mod integrations;
 mod media;
+mod model_runs;
 mod one_graph;
 mod record;
 mod report;

@@ -209,6 +209,8 @@ pub fn crawl_config(
             prompt: PromptSettings::default(),
             history: Vec::new(),
             fall_back_when_unreachable: false,
+            budget: Default::default(),
+            price: None,
         },
         act: quick_act(),
         stages: crawl::Stages::default(),
