@@ -76,8 +76,9 @@ fn the_stand_in_decides_from_the_prompts_refs_and_its_tokens_reach_the_decisions
         (i + ai.tokens_in.unwrap(), o + ai.tokens_out.unwrap())
     });
     assert_eq!(tokens, stand_in.tokens());
-    // Tapping the first element not tried on each screen finds more than the start screen.
-    assert!(run.reached.len() >= 4, "{:?}", run.reached);
+    // Tapping the first element not tried on each screen gets past the start screen and the
+    // onboarding to the login (whose e-mail pattern it does not type).
+    assert!(run.reached.len() >= 3, "{:?}", run.reached);
 }
 
 #[test]

@@ -339,7 +339,7 @@ fn note_shown(truth: &Path, read: usize, step: u64, first: &mut BTreeMap<String,
 }
 
 /// The truth log's lines.
-fn truth_lines(truth: &Path) -> impl Iterator<Item = Value> {
+pub fn truth_lines(truth: &Path) -> impl Iterator<Item = Value> {
     std::fs::read_to_string(truth)
         .unwrap()
         .lines()

@@ -257,21 +257,13 @@ fn on(element: &Element, why: &str) -> Answer {
     }
 }
 
-/// The truth log's screens, in order.
-fn shown_screens(truth: &std::path::Path) -> Vec<String> {
-    std::fs::read_to_string(truth)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["screen"].as_str().map(str::to_string))
-        .collect()
-}
-
 /// The oracle's move: the first recorded move of a shortest path from the screen shown now to
 /// the nearest screen not shown yet, as an action on the element its target names (a box in
 /// device pixels).
 fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
-    let shown = shown_screens(truth);
+    let shown: Vec<String> = crate::explore::truth_lines(truth)
+        .filter_map(|v| v["screen"].as_str().map(str::to_string))
+        .collect();
     let now = model.screen_index(shown.last()?)?;
     let seen: BTreeSet<usize> = shown.iter().filter_map(|s| model.screen_index(s)).collect();
     // Breadth first over recorded moves that can be made from the prompt (a target found on
