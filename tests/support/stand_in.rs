@@ -51,8 +51,8 @@ struct Element {
     line: String,
 }
 
-/// What a policy answers: an action, as droid's response schema has it.
-type Answer = Value;
+/// What a policy answers: actions, as droid's response schema has them.
+type Answer = Vec<Value>;
 
 struct Answerer {
     policy: Policy,
@@ -175,8 +175,8 @@ impl Answerer {
                 _ => {}
             }
         }
-        let action = self.answer(&user);
-        let content = json!({"actions": [action]}).to_string();
+        let actions = self.answer(&user);
+        let content = json!({ "actions": actions }).to_string();
         json!({
             "id": "chatcmpl-stand-in",
             "object": "chat.completion",
@@ -242,24 +242,25 @@ fn elements(user: &str) -> Vec<Element> {
 }
 
 fn back(why: &str) -> Answer {
-    json!({"action": "back", "action_desc": "press back", "reasoning": why})
+    vec![json!({"action": "back", "action_desc": "press back", "reasoning": why})]
 }
 
 /// Typing into a field, clicking anything else.
 fn on(element: &Element, why: &str) -> Answer {
-    match element.line.contains("TextInput") || element.line.contains(" editable") {
+    let action = match element.line.contains("TextInput") || element.line.contains(" editable") {
         true => json!({"action": "input", "ref": element.reference, "input_text": "droid",
                        "action_desc": format!("type into ref {}", element.reference),
                        "reasoning": why}),
         false => json!({"action": "click", "ref": element.reference,
                         "action_desc": format!("tap ref {}", element.reference),
                         "reasoning": why}),
-    }
+    };
+    vec![action]
 }
 
 /// The oracle's move: the first recorded move of a shortest path from the screen shown now to
-/// the nearest screen not shown yet, as an action on the element its target names (a box in
-/// device pixels).
+/// the nearest screen of the app not shown yet, as actions on the elements its target and the
+/// fields it requires name (boxes in device pixels).
 fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
     let shown: Vec<String> = crate::explore::truth_lines(truth)
         .filter_map(|v| v["screen"].as_str().map(str::to_string))
@@ -288,7 +289,7 @@ fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
                 true => Some(answer),
                 false => first[at].clone(),
             };
-            if !seen.contains(&to) {
+            if !seen.contains(&to) && model.screen(to).package == model.package() {
                 return start;
             }
             first[to] = start;
@@ -298,50 +299,65 @@ fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
     None
 }
 
-/// The action making a recorded move, when its target is found on the screen (moves that need
-/// typed text to match a pattern are left out).
+/// Texts the oracle types into a field a move requires, the first matching the move's pattern.
+const TEXTS: &[&str] = &[
+    "droid@example.com",
+    "droid",
+    "Droid-1234",
+    "12345678",
+    "1234",
+    "5551234567",
+    "https://example.com",
+];
+
+/// The actions making a recorded move, when its target and the fields it requires are found on
+/// the screen: text matching each required field's pattern typed first.
 fn move_of(
     model: &AppModel,
     at: usize,
     transition: &droid::sim::model::Transition,
 ) -> Option<Answer> {
     use droid::sim::model::Action;
-    if !transition.requires.is_empty() {
-        return None;
-    }
     let why = "the nearest screen not seen yet";
-    let bounds = transition.target.as_ref().map(|target| {
-        model
-            .screen(at)
-            .nodes()
-            .into_iter()
-            .find(|node| target.matches(node))
-            .map(|node| node.bounds)
-    });
+    let nodes = model.screen(at).nodes();
+    let boxed =
+        |b: droid::ui::Bounds| json!({"top_left": [b.x1, b.y1], "bottom_right": [b.x2, b.y2]});
+    let mut actions = Vec::new();
+    for (field, pattern) in &transition.requires {
+        let node = nodes.iter().find(|n| n.attr("resource-id") == field)?;
+        let text = TEXTS.iter().find(|t| pattern.is_match(t))?;
+        actions.push(
+            json!({"action": "input", "input_text": text, "reasoning": why,
+            "action_desc": format!("type into {field}"),
+            "target_bounding_box": boxed(node.bounds)}),
+        );
+    }
+    let bounds = match &transition.target {
+        Some(target) => Some(nodes.iter().find(|node| target.matches(node))?.bounds),
+        None => None,
+    };
     let named = |action: &str| {
         let mut answer = json!({"action": action, "reasoning": why,
             "action_desc": format!("{action} towards a new screen")});
-        if let Some(Some(b)) = bounds {
-            answer["target_bounding_box"] =
-                json!({"top_left": [b.x1, b.y1], "bottom_right": [b.x2, b.y2]});
+        if let Some(b) = bounds {
+            answer["target_bounding_box"] = boxed(b);
         }
         answer
     };
-    if matches!(bounds, Some(None)) {
-        return None;
-    }
-    match transition.action {
-        Action::Back => Some(back(why)),
-        Action::Click => Some(named("click")),
-        Action::LongClick => Some(named("long_press")),
+    let last = match transition.action {
+        Action::Back => back(why).remove(0),
+        Action::Click => named("click"),
+        Action::LongClick => named("long_press"),
         Action::Input => {
             let mut answer = named("input");
             answer["input_text"] = json!("droid");
-            Some(answer)
+            answer
         }
-        Action::ScrollUp => Some(named("scroll_up")),
-        Action::ScrollDown => Some(named("scroll_down")),
-        Action::SwipeLeft => Some(named("swipe_left")),
-        Action::SwipeRight => Some(named("swipe_right")),
-    }
+        Action::ScrollUp => named("scroll_up"),
+        Action::ScrollDown => named("scroll_down"),
+        Action::SwipeLeft => named("swipe_left"),
+        Action::SwipeRight => named("swipe_right"),
+    };
+    actions.push(last);
+    Some(actions)
 }
