@@ -1391,7 +1391,7 @@ fn runs_in_parallel(app: &str, label: &str, seeds: u64, steps: u64) -> Vec<explo
 
 /// The deciders `DECIDERS` names: `heuristic`, `dfs`, `random`, and the model deciders with the
 /// stand-in model (tests/support/stand_in.rs) in text mode: `hybrid-oracle`, `hybrid-random`
-/// (the hybrid with its defaults, K 8 and L 4) and `llm-oracle`, `llm-random` (the model
+/// (the hybrid with its defaults, K 8 and L 4, or `PLATEAU_STEPS` and `PLATEAU_MODEL_CALLS`) and `llm-oracle`, `llm-random` (the model
 /// deciding every step).
 const DECIDER_LABELS: &[&str] = &[
     "heuristic",
@@ -1433,8 +1433,14 @@ fn run_labelled(app: &str, label: &str, seed: u64, steps: u64) -> explore::Run {
         config.decide.decider = match part {
             "hybrid" => Decider::Hybrid(droid::decide::hybrid::HybridConfig {
                 provider: stand_in.provider(),
-                plateau_steps: droid::decide::hybrid::PLATEAU_STEPS,
-                model_calls: droid::decide::hybrid::MODEL_CALLS,
+                plateau_steps: env_number(
+                    "PLATEAU_STEPS",
+                    droid::decide::hybrid::PLATEAU_STEPS.into(),
+                ) as u32,
+                model_calls: env_number(
+                    "PLATEAU_MODEL_CALLS",
+                    droid::decide::hybrid::MODEL_CALLS.into(),
+                ) as u32,
             }),
             _ => Decider::Model(stand_in.provider()),
         };
