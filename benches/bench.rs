@@ -22,6 +22,8 @@ mod coverage_tables;
 mod crawl;
 #[path = "../tests/support/explore.rs"]
 mod explore;
+#[path = "../tests/support/stand_in.rs"]
+mod stand_in;
 
 // The binaries' allocator (bins/common), so the figures are those the binaries give.
 #[global_allocator]
@@ -906,6 +908,8 @@ fn decide_db() {
                 prompt: PromptSettings::default(),
                 history: from_store::history(&db, "bench").expect("history"),
                 fall_back_when_unreachable: false,
+                budget: Default::default(),
+                price: None,
             };
             let mut stage = decide::Stage::new(config).expect("stage");
             let outcome = droid::filter::run(
@@ -945,7 +949,7 @@ fn coverage() {
         .collect();
     let mut deciders = env_list("DECIDERS");
     if deciders.is_empty() {
-        deciders = ["heuristic", "dfs", "random"].map(String::from).to_vec();
+        deciders = DECIDER_LABELS.iter().map(|l| l.to_string()).collect();
     }
     let missed = std::env::var_os("MISSED").is_some();
     // 3 × is the section `make bench` keeps; another budget is a section of its own.
@@ -982,13 +986,7 @@ fn coverage() {
                 .len()
         };
         for label in &deciders {
-            let decider = match label.as_str() {
-                "heuristic" => droid::decide::Decider::Heuristic,
-                "dfs" => droid::decide::Decider::Dfs,
-                "random" => droid::decide::Decider::Random,
-                other => panic!("DECIDERS: {other} is none of heuristic, dfs, random"),
-            };
-            let runs = runs_in_parallel(app, &decider, seeds, budget);
+            let runs = runs_in_parallel(app, label, seeds, budget);
             let reached: Vec<usize> = runs
                 .iter()
                 .map(|r| r.reached.intersection(&ceiling).count())
@@ -1009,6 +1007,8 @@ fn coverage() {
             let calls: usize = runs.iter().map(model_calls).sum();
             let new_screens: usize = runs.iter().map(|r| r.reached.len()).sum();
             let calls_per_screen = calls as f64 / new_screens.max(1) as f64;
+            let steps: usize = runs.iter().map(|r| r.observed.len()).sum();
+            let calls_percent_of_steps = 100.0 * calls as f64 / steps.max(1) as f64;
             let keys_reached: Vec<usize> = runs
                 .iter()
                 .map(|run| distinct(&mut run.reached.iter().filter(|s| ceiling.contains(*s))))
@@ -1031,6 +1031,10 @@ fn coverage() {
                 (
                     "model_calls_per_new_screen",
                     serde_json::json!(calls_per_screen),
+                ),
+                (
+                    "model_calls_percent_of_steps",
+                    serde_json::json!(calls_percent_of_steps.round()),
                 ),
                 ("told_apart_mean", serde_json::json!(keys_mean)),
             ] {
@@ -1444,12 +1448,7 @@ fn app_name(app: &str) -> &str {
 }
 
 /// Seeds `0..seeds` of one decider on one app, two at a time, in seed order.
-fn runs_in_parallel(
-    app: &str,
-    decider: &droid::decide::Decider,
-    seeds: u64,
-    steps: u64,
-) -> Vec<explore::Run> {
+fn runs_in_parallel(app: &str, label: &str, seeds: u64, steps: u64) -> Vec<explore::Run> {
     let next = std::sync::atomic::AtomicU64::new(0);
     let runs = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -1459,7 +1458,7 @@ fn runs_in_parallel(
                 if seed >= seeds {
                     break;
                 }
-                let run = explore::run_app(app, decider.clone(), seed, steps);
+                let run = run_labelled(app, label, seed, steps);
                 runs.lock().unwrap().push((seed, run));
             });
         }
@@ -1467,6 +1466,64 @@ fn runs_in_parallel(
     let mut runs = runs.into_inner().unwrap();
     runs.sort_by_key(|(seed, _)| *seed);
     runs.into_iter().map(|(_, run)| run).collect()
+}
+
+/// The deciders `DECIDERS` names: `heuristic`, `dfs`, `random`, and the model deciders with the
+/// stand-in model (tests/support/stand_in.rs) in text mode: `hybrid-oracle`, `hybrid-random`
+/// (the hybrid with its defaults, K 8 and L 4, or `PLATEAU_STEPS` and `PLATEAU_MODEL_CALLS`) and `llm-oracle`, `llm-random` (the model
+/// deciding every step).
+const DECIDER_LABELS: &[&str] = &[
+    "heuristic",
+    "dfs",
+    "random",
+    "hybrid-oracle",
+    "hybrid-random",
+    "llm-oracle",
+    "llm-random",
+];
+
+/// One run of `app` by the decider `label` names (see [`DECIDER_LABELS`]).
+fn run_labelled(app: &str, label: &str, seed: u64, steps: u64) -> explore::Run {
+    use droid::decide::Decider;
+    let baseline = match label {
+        "heuristic" => Some(Decider::Heuristic),
+        "dfs" => Some(Decider::Dfs),
+        "random" => Some(Decider::Random),
+        _ => None,
+    };
+    if let Some(decider) = baseline {
+        return explore::run_app(app, decider, seed, steps);
+    }
+    let (part, policy) = label
+        .split_once('-')
+        .filter(|(part, policy)| {
+            ["hybrid", "llm"].contains(part) && ["oracle", "random"].contains(policy)
+        })
+        .unwrap_or_else(|| panic!("DECIDERS: {label} is none of {}", DECIDER_LABELS.join(", ")));
+    explore::run_app_with(app, Decider::Heuristic, seed, steps, |config, truth| {
+        let stand_in = stand_in::StandIn::start(match policy {
+            "oracle" => stand_in::Policy::Oracle {
+                app: app.to_string(),
+                truth: truth.to_path_buf(),
+            },
+            _ => stand_in::Policy::Random(seed),
+        });
+        config.decide.prompt.text_only = true;
+        config.decide.decider = match part {
+            "hybrid" => Decider::Hybrid(droid::decide::hybrid::HybridConfig {
+                provider: stand_in.provider(),
+                plateau_steps: env_number(
+                    "PLATEAU_STEPS",
+                    droid::decide::hybrid::PLATEAU_STEPS.into(),
+                ) as u32,
+                model_calls: env_number(
+                    "PLATEAU_MODEL_CALLS",
+                    droid::decide::hybrid::MODEL_CALLS.into(),
+                ) as u32,
+            }),
+            _ => Decider::Model(stand_in.provider()),
+        };
+    })
 }
 
 /// The decisions of a run that called a model (a decision carrying a model call's metadata,

@@ -19,6 +19,11 @@ const EXAMPLES: &str = "Examples:
   droid-crawl -p com.example.app --decider dfs --seed 2      (depth-first baseline)
   droid-crawl -p com.example.app --decider gemini --model gemini-2.5-flash
   droid-crawl -p com.example.app --decider ollama --task \"add a note titled Milk\"
+  droid-crawl -p com.example.app --decider hybrid --hybrid-provider openai --max-cost 0.50
+                                                        (the heuristic; the model where it stalls)
+  droid-crawl -p com.example.app --decider hybrid --plateau-steps 12 --plateau-model-calls 3
+  droid-crawl -p com.example.app --decider gemini --max-model-calls 40 --on-budget run
+  droid-crawl config set price.gpt-4o-mini 0.15,0.60    (a model's price per million tokens)
   droid-crawl -p com.example.app --decide-cmd \"python3 my_agent.py\"
   droid-crawl -p com.example.app --video --pcap --mobsf http://localhost:8000
   droid-crawl mobsf --run RUN                           (MobSF for a past run's APK)

@@ -16,6 +16,8 @@ const EXAMPLES: &str = "Examples:
   droid-capture | droid-hash | droid-decide | droid-act
   droid-decide --decider dfs --seed 3 < observations.jsonl   (depth-first baseline)
   droid-decide --decider gemini --model gemini-2.5-flash < observations.jsonl
+  droid-decide --decider hybrid --hybrid-provider ollama --model gemma3 --text-only
+  droid-decide --decider gemini --max-cost 0.20 < observations.jsonl   (then the heuristic)
   droid-decide --decider ollama --model qwen2.5vl --text-only
   droid-decide --decider openai --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-VL-7B
   droid-decide --decider gemini --system-prompt my-prompt.txt --allow-package com.android.chrome

@@ -479,6 +479,10 @@ pub const KNOWN: &[(&str, bool, Option<&str>)] = &[
     ("allowed_packages", false, None),
     ("max_steps", false, Some("15")),
     ("max_duration", false, Some("600")),
+    // The hybrid decider (docs/decide.md): its model's provider, K and L.
+    ("hybrid_provider", false, Some("gemini")),
+    ("plateau_steps", false, Some("8")),
+    ("plateau_model_calls", false, Some("4")),
 ];
 
 /// Settings whose environment variable is `DROID_<KEY>` rather than `<KEY>`: names such as
@@ -490,6 +494,9 @@ const DROID_ENV: &[&str] = &[
     "allowed_packages",
     "max_steps",
     "max_duration",
+    "hybrid_provider",
+    "plateau_steps",
+    "plateau_model_calls",
 ];
 
 /// The environment variable a setting is read from.

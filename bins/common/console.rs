@@ -102,10 +102,10 @@ impl<O: Write> Listener for Console<O> {
         bar.set_length(progress.max_steps);
         bar.set_position(progress.step);
         bar.set_message(format!(
-            "{} screens, {} crashes, {} model calls{}",
+            "{} screens, {} crashes, {}{}",
             progress.unique_screens,
             progress.crashes,
-            progress.model_calls,
+            progress.model_part(),
             if progress.paused { " (paused)" } else { "" }
         ));
     }

@@ -127,7 +127,7 @@ pub struct Config {
 /// Whether a decider needs screenshots (a model in vision mode): the default of
 /// [`Config::stop_on_secure`].
 pub fn needs_screenshots(decide: &decide::Config) -> bool {
-    matches!(decide.decider, decide::Decider::Model(_)) && !decide.prompt.text_only
+    decide.decider.provider().is_some() && !decide.prompt.text_only
 }
 
 /// Why a crawl could not run at all (no run was started).
@@ -170,7 +170,27 @@ pub struct Progress {
     pub crashes: u64,
     pub elapsed: Duration,
     pub model_calls: u64,
+    /// What the model calls cost (see [`crate::decide::cost`]).
+    pub model_cost: f64,
     pub paused: bool,
+}
+
+impl Progress {
+    /// The model part for people: calls, and when they cost anything, the cost and the cost
+    /// per new screen.
+    pub fn model_part(&self) -> String {
+        let calls = format!("{} model calls", self.model_calls);
+        if self.model_cost <= 0.0 {
+            return calls;
+        }
+        let cost = crate::decide::cost::format_cost;
+        let per_screen = self.model_cost / self.unique_screens.max(1) as f64;
+        format!(
+            "{calls}, cost {} ({} per new screen)",
+            cost(self.model_cost),
+            cost(per_screen)
+        )
+    }
 }
 
 /// Where the minimisation of a run's failures is (see [`crate::repro`]), for a progress bar.
@@ -282,10 +302,7 @@ pub fn crawl_and_minimise(
     config.decide.prompt.package = Some(config.package.clone());
     config.decide.prompt.allowed_packages = config.allowed_packages.clone();
     let decider_name = config.decide.decider.name().to_string();
-    let model = match &config.decide.decider {
-        decide::Decider::Model(provider) => Some(provider.model.clone()),
-        _ => None,
-    };
+    let model = config.decide.decider.provider().map(|p| p.model.clone());
     let stage = match &config.stages.decide {
         Some(_) => None,
         None => {
@@ -399,6 +416,8 @@ pub fn crawl_and_minimise(
         since_launch: Vec::new(),
         last_screenshot: None,
         capture_failures: 0,
+        model_stuck: policy::ModelStuck::default(),
+        last_by_model: false,
     };
     run.set_state(State::Initializing, None);
     let (status, reason) = match driver.start() {

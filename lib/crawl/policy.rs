@@ -8,6 +8,10 @@ use crate::events::{Note, NoteKind, Observation};
 use crate::screen::ScreenKey;
 use crate::ui::UiElement;
 
+/// Stuck steps in a row on one screen, each after a model's decision, before droid-crawl takes
+/// the crawl off that screen: one step of the heuristic's, then, still stuck, a relaunch.
+pub const MODEL_STUCK_STEPS: u32 = 3;
+
 /// Steps in a row in another app, each answered with back, before the driver relaunches the app
 /// under test (the reference design's context-loss rule).
 pub const CONTEXT_LOSS_BACKS: u32 = 3;
@@ -76,9 +80,54 @@ impl Stuck {
         self.navigated = navigated;
     }
 
+    /// The step stuck was detected at, while stuck.
+    pub fn since(&self) -> Option<u64> {
+        self.since
+    }
+
     /// The step stuck was detected at, once the crawl left that screen (taken once).
     pub fn take_recovery(&mut self) -> Option<u64> {
         self.recovered.take()
+    }
+}
+
+/// How droid-crawl takes the crawl off a screen a model keeps it on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escape {
+    /// One step decided by the heuristic.
+    Heuristic,
+    /// The heuristic's step did not get out: the app is relaunched.
+    Relaunch,
+}
+
+/// Stuck steps in a row after a model's decisions (see [`MODEL_STUCK_STEPS`]).
+#[derive(Debug, Default)]
+pub struct ModelStuck {
+    times: u32,
+    /// The heuristic took its step on the screen.
+    escaped: bool,
+}
+
+impl ModelStuck {
+    /// Takes in a step: whether the crawl is stuck on its screen, and whether a model decided
+    /// the step before (its answer used). The escape due at this step, if any.
+    pub fn observe(&mut self, stuck: bool, by_model: bool) -> Option<Escape> {
+        if !stuck {
+            *self = ModelStuck::default();
+            return None;
+        }
+        if self.escaped {
+            *self = ModelStuck::default();
+            return Some(Escape::Relaunch);
+        }
+        self.times = match by_model {
+            true => self.times + 1,
+            false => 0,
+        };
+        (self.times >= MODEL_STUCK_STEPS).then(|| {
+            self.escaped = true;
+            Escape::Heuristic
+        })
     }
 }
 
@@ -238,6 +287,30 @@ mod tests {
         assert!(stuck.observe(&key("b"), 6).is_none());
         stuck.acted(true);
         assert!(stuck.observe(&key("b"), 7).is_none());
+    }
+
+    #[test]
+    fn a_model_keeping_the_crawl_stuck_gets_a_heuristic_step_then_a_relaunch() {
+        let mut model = ModelStuck::default();
+        for _ in 1..MODEL_STUCK_STEPS {
+            assert_eq!(model.observe(true, true), None);
+        }
+        assert_eq!(model.observe(true, true), Some(Escape::Heuristic));
+        assert_eq!(model.observe(true, false), Some(Escape::Relaunch));
+        // Stuck steps the model did not decide, or a step off the screen, start the count again.
+        for _ in 1..MODEL_STUCK_STEPS {
+            assert_eq!(model.observe(true, true), None);
+        }
+        assert_eq!(model.observe(true, false), None);
+        assert_eq!(model.observe(true, true), None);
+        assert_eq!(model.observe(false, true), None);
+        for _ in 1..MODEL_STUCK_STEPS {
+            assert_eq!(model.observe(true, true), None);
+        }
+        assert_eq!(model.observe(true, true), Some(Escape::Heuristic));
+        // The heuristic's step got out.
+        assert_eq!(model.observe(false, false), None);
+        assert_eq!(model.observe(true, true), None);
     }
 
     #[test]

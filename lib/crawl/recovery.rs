@@ -144,7 +144,12 @@ impl Driver<'_, '_> {
         )))
     }
 
-    fn relaunch_decision(&mut self, run: &Run, observation: &Observation, why: &str) -> Decision {
+    pub(super) fn relaunch_decision(
+        &mut self,
+        run: &Run,
+        observation: &Observation,
+        why: &str,
+    ) -> Decision {
         let mut home = Action::new(ActionType::Home);
         home.action_desc = Some(format!("relaunch {}", self.config.package));
         home.reasoning = Some(why.to_string());

@@ -27,6 +27,7 @@ pub(crate) struct Run<'l> {
     pub(super) screens: std::collections::HashSet<ScreenKey>,
     pub(super) crashes: u64,
     pub(super) model_calls: u64,
+    pub(super) model_cost: f64,
     max_steps: u64,
 }
 
@@ -51,6 +52,7 @@ impl<'l> Run<'l> {
             screens: std::collections::HashSet::new(),
             crashes: 0,
             model_calls: 0,
+            model_cost: 0.0,
             max_steps,
         }
     }
@@ -133,6 +135,7 @@ impl Run<'_> {
             crashes: self.crashes,
             elapsed: self.started.elapsed(),
             model_calls: self.model_calls,
+            model_cost: self.model_cost,
             paused: self.state == State::PausedManual,
         };
         self.listener.progress(&progress);

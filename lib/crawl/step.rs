@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::coprocess::{Coprocess, CoprocessError};
-use super::policy::{self, AnrDialog, ContextLoss, Stuck};
+use super::policy::{self, AnrDialog, ContextLoss, Escape, ModelStuck, Stuck};
 use super::run::Run;
 use super::{Command, Config, State};
 use crate::crash::ReproStep;
@@ -44,6 +44,10 @@ pub(super) struct Driver<'c, 'd> {
     /// The screenshot of the last step: where a crash found at the next happened.
     pub(super) last_screenshot: Option<String>,
     pub(super) capture_failures: u32,
+    /// Stuck steps in a row under a model's decisions.
+    pub(super) model_stuck: ModelStuck,
+    /// The last step's decision was a model's answer.
+    pub(super) last_by_model: bool,
 }
 
 /// How a step left the run.
@@ -172,6 +176,11 @@ impl Driver<'_, '_> {
             run.set_state(State::Stopping, Some("max duration reached"));
             return Some(("COMPLETED", "max_duration".into()));
         }
+        if let Some(why) = self.stage.as_ref().and_then(|s| s.budget_stop()) {
+            let why = format!("the model budget is spent: {why}");
+            run.set_state(State::Stopping, Some(&why));
+            return Some(("COMPLETED", "budget".into()));
+        }
         None
     }
 
@@ -232,14 +241,25 @@ impl Driver<'_, '_> {
                 run.emit(Event::Decision(decision.clone()));
                 decision
             }
-            None => match self.decide(run, &shown)? {
-                Some(decision) => decision,
-                None => return Ok(StepEnd::Next),
-            },
+            None => {
+                let escape = self
+                    .model_stuck
+                    .observe(observation.is_stuck, self.last_by_model);
+                let decided = match escape {
+                    Some(escape) => self.escape(run, &shown, escape),
+                    None => self.decide(run, &shown)?,
+                };
+                match decided {
+                    Some(decision) => decision,
+                    None => return Ok(StepEnd::Next),
+                }
+            }
         };
-        if decision.ai.is_some() {
+        if let Some(ai) = &decision.ai {
             run.model_calls += 1;
+            run.model_cost += ai.cost.unwrap_or(0.0);
         }
+        self.last_by_model = decision.ai.as_ref().is_some_and(|ai| ai.error.is_none());
         let results = self.act(&decision, &observation)?;
         let navigated = results.iter().any(|r| r.navigated_away);
         self.stuck.acted(navigated);
@@ -302,6 +322,44 @@ impl Driver<'_, '_> {
         Ok((observation, model))
     }
 
+    /// Takes the crawl off a screen a model keeps it on (see [`policy::MODEL_STUCK_STEPS`]): a
+    /// step of the heuristic's (when the decider runs in this process), else a relaunch; each
+    /// with its note, a follow-up of the stuck detection.
+    fn escape(&mut self, run: &mut Run, shown: &Screen, escape: Escape) -> Option<Decision> {
+        let observation = shown.observation();
+        let detected_at = self.stuck.since();
+        let package = self.config.package.clone();
+        match (escape, &mut self.stage) {
+            (Escape::Heuristic, Some(stage)) => {
+                run.note(
+                    NoteKind::Stuck,
+                    &format!(
+                        "the model kept the crawl on this screen {} steps: the heuristic \
+                         decides one step",
+                        policy::MODEL_STUCK_STEPS
+                    ),
+                    Some(json!({"detected_at": detected_at, "escape": "heuristic"})),
+                );
+                let events = stage.decide_by_heuristic(shown);
+                self.emit_decided(run, observation, events)
+            }
+            _ => {
+                run.note(
+                    NoteKind::Relaunch,
+                    &format!("relaunch {package}: the model kept the crawl stuck on a screen"),
+                    Some(json!({"package": package, "detected_at": detected_at,
+                                "escape": "relaunch"})),
+                );
+                let decision = self.relaunch_decision(run, observation, "stuck under the model");
+                if let Some(stage) = &mut self.stage {
+                    stage.learn_decided(shown, &decision);
+                }
+                run.emit(Event::Decision(decision.clone()));
+                Some(decision)
+            }
+        }
+    }
+
     /// What the decider (or its co-process) decides; the notes it writes go into the run.
     fn decide(&mut self, run: &mut Run, shown: &Screen) -> Result<Option<Decision>, StepError> {
         let observation = shown.observation();
@@ -324,6 +382,17 @@ impl Driver<'_, '_> {
             },
             (None, None) => Vec::new(),
         };
+        Ok(self.emit_decided(run, observation, events))
+    }
+
+    /// Writes a decider's events into the run (its warnings told to people): the decision
+    /// among them.
+    fn emit_decided(
+        &mut self,
+        run: &mut Run,
+        observation: &Observation,
+        events: Vec<Event>,
+    ) -> Option<Decision> {
         let mut decision = None;
         for event in events {
             match event {
@@ -345,7 +414,7 @@ impl Driver<'_, '_> {
                 other => run.emit(other),
             }
         }
-        Ok(decision)
+        decision
     }
 
     /// The decision's actions, on the device or through the act co-process.

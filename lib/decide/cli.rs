@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::hybrid::HybridConfig;
 use super::prompt::PromptSettings;
 use super::provider::{ProviderConfig, ProviderKind};
 use super::{Config, Credentials, Decider, Error};
@@ -25,7 +26,9 @@ Keys and endpoints (flag > user_config.db key > environment > default):
   in user_config.db, or TEST_EMAIL, TEST_USERNAME, TEST_PASSWORD (DROID_TEST_* also read).
   Store a key encrypted: droid-crawl config secret gemini_api_key
 Settings (flag > user_config.db key > environment > default):
-  --decider decider DROID_DECIDER, --model model DROID_MODEL, --system-prompt system_prompt
+  --decider decider DROID_DECIDER, --hybrid-provider hybrid_provider DROID_HYBRID_PROVIDER,
+  --plateau-steps plateau_steps DROID_PLATEAU_STEPS, --plateau-model-calls
+  plateau_model_calls DROID_PLATEAU_MODEL_CALLS, --model model DROID_MODEL, --system-prompt system_prompt
   DROID_SYSTEM_PROMPT, --allow-package allowed_packages (A,B) DROID_ALLOWED_PACKAGES;
   droid-crawl also --max-steps max_steps DROID_MAX_STEPS, --max-duration max_duration
   DROID_MAX_DURATION. Store one: droid-crawl config set max_steps 50";
@@ -36,6 +39,8 @@ pub enum DeciderArg {
     Heuristic,
     Random,
     Dfs,
+    /// The heuristic, and the model (--hybrid-provider) where the exploration plateaus.
+    Hybrid,
     Gemini,
     Openrouter,
     Ollama,
@@ -70,7 +75,9 @@ impl DeciderArg {
             DeciderArg::Openrouter => Some(ProviderArg::Openrouter),
             DeciderArg::Ollama => Some(ProviderArg::Ollama),
             DeciderArg::Openai => Some(ProviderArg::Openai),
-            DeciderArg::Heuristic | DeciderArg::Random | DeciderArg::Dfs => None,
+            DeciderArg::Heuristic | DeciderArg::Random | DeciderArg::Dfs | DeciderArg::Hybrid => {
+                None
+            }
         }
     }
 }
@@ -90,6 +97,18 @@ pub struct DeciderArgs {
     /// Who decides [default: `config set decider`, DROID_DECIDER, heuristic]
     #[arg(long, value_enum)]
     pub decider: Option<DeciderArg>,
+    /// The provider the hybrid decider asks where the exploration plateaus [default: `config
+    /// set hybrid_provider`, DROID_HYBRID_PROVIDER, gemini]
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub hybrid_provider: Option<ProviderArg>,
+    /// Hybrid: steps without a new screen state before the model decides (K) [default:
+    /// `config set plateau_steps`, DROID_PLATEAU_STEPS, 8]
+    #[arg(long, value_name = "K")]
+    pub plateau_steps: Option<u32>,
+    /// Hybrid: model calls without a new screen state before the heuristic decides again (L)
+    /// [default: `config set plateau_model_calls`, DROID_PLATEAU_MODEL_CALLS, 4]
+    #[arg(long, value_name = "L")]
+    pub plateau_model_calls: Option<u32>,
     /// Model name (provider deciders) [default: `config set model`, DROID_MODEL, the
     /// provider's default]
     #[arg(long, global = true)]
@@ -143,6 +162,23 @@ pub struct DeciderArgs {
     /// mistyped --base-url): stop, or let the heuristic decide every step.
     #[arg(long, value_enum, default_value = "stop")]
     pub on_unreachable: Unreachable,
+    /// Stop asking the model once its calls cost this much (tokens at the model's price per
+    /// million: the built-in table, or `config set price.MODEL IN,OUT`); the run spends at most
+    /// this plus one call.
+    #[arg(long, value_name = "AMOUNT", help_heading = "Model budget")]
+    pub max_cost: Option<f64>,
+    /// Stop asking the model after this many calls.
+    #[arg(long, value_name = "N", help_heading = "Model budget")]
+    pub max_model_calls: Option<u64>,
+    /// Once the budget is spent: `model`, the heuristic decides the rest of the run; `run`,
+    /// the run ends.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "model",
+        help_heading = "Model budget"
+    )]
+    pub on_budget: super::cost::OnBudget,
 }
 
 impl DeciderArgs {
@@ -157,7 +193,7 @@ impl DeciderArgs {
         <DeciderArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
             Error::Flag(format!(
                 "decider {name:?} (from user_config.db or DROID_DECIDER) is none of heuristic, \
-                 random, dfs, gemini, openrouter, ollama, openai"
+                 random, dfs, hybrid, gemini, openrouter, ollama, openai"
             ))
         })
     }
@@ -190,6 +226,38 @@ impl DeciderArgs {
         ))
     }
 
+    /// The hybrid decider these flags and the settings describe.
+    pub fn hybrid(&self, settings: &mut Settings) -> Result<HybridConfig, Error> {
+        let flag = self.hybrid_provider.map(|p| {
+            <ProviderArg as clap::ValueEnum>::to_possible_value(&p)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default()
+        });
+        let name = settings
+            .plain("hybrid_provider", flag.as_deref())?
+            .unwrap_or_default();
+        let provider = <ProviderArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
+            Error::Flag(format!(
+                "hybrid_provider {name:?} is none of gemini, openrouter, ollama, openai"
+            ))
+        })?;
+        let count = |settings: &mut Settings, key: &str, flag: Option<u32>| {
+            let flag = flag.map(|n| n.to_string());
+            let value = settings.plain(key, flag.as_deref())?.unwrap_or_default();
+            match value.trim().parse::<u32>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(Error::Flag(format!(
+                    "{key} {value:?} is not a whole number above 0"
+                ))),
+            }
+        };
+        Ok(HybridConfig {
+            provider: self.provider(provider.into(), settings)?,
+            plateau_steps: count(settings, "plateau_steps", self.plateau_steps)?,
+            model_calls: count(settings, "plateau_model_calls", self.plateau_model_calls)?,
+        })
+    }
+
     /// The decide stage these flags describe, for the app `package` (when known), resuming
     /// `history`.
     pub fn config(
@@ -201,10 +269,18 @@ impl DeciderArgs {
         let chosen = self.decider_arg(&mut settings)?;
         let decider = match chosen.provider() {
             Some(provider) => Decider::Model(self.provider(provider.into(), &mut settings)?),
+            None if chosen == DeciderArg::Hybrid => Decider::Hybrid(self.hybrid(&mut settings)?),
             None if chosen == DeciderArg::Random => Decider::Random,
             None if chosen == DeciderArg::Dfs => Decider::Dfs,
             None => Decider::Heuristic,
         };
+        let price = match decider.provider() {
+            Some(provider) => super::cost::Price::of(&provider.model, &mut settings)?,
+            None => None,
+        };
+        if let Some(max) = self.max_cost.filter(|max| max.is_nan() || *max < 0.0) {
+            return Err(Error::Flag(format!("--max-cost {max} is not an amount")));
+        }
         let flag = self.system_prompt.as_ref().map(|p| p.display().to_string());
         let system_prompt = match settings.plain("system_prompt", flag.as_deref())? {
             Some(path) => Some(super::read_system_prompt(Path::new(&path))?),
@@ -241,6 +317,12 @@ impl DeciderArgs {
             },
             history,
             fall_back_when_unreachable: self.on_unreachable == Unreachable::Fallback,
+            budget: super::cost::Budget {
+                max_cost: self.max_cost,
+                max_calls: self.max_model_calls,
+                on_spent: self.on_budget,
+            },
+            price,
         })
     }
 }

@@ -8,10 +8,12 @@
 //! long-running decide sits in a loop), and it decides when a model fails or answers nonsense.
 
 pub mod cli;
+pub mod cost;
 pub mod dfs;
 pub mod from_store;
 pub mod graph;
 pub mod heuristic;
+pub mod hybrid;
 pub mod prompt;
 pub mod provider;
 pub mod random;
@@ -29,8 +31,10 @@ use crate::events::{
 use crate::filter::Output;
 use crate::screen::Screen;
 pub use crate::secret::TEST_PASSWORD_PLACEHOLDER;
+use cost::{Budget, OnBudget, Price, Spent};
 use dfs::DfsDecider;
 use heuristic::Heuristic;
+use hybrid::{HybridConfig, Phase, Plateau};
 use prompt::{Context, PastStep, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
@@ -71,6 +75,8 @@ pub enum Decider {
     Random,
     Dfs,
     Model(ProviderConfig),
+    /// The heuristic, and a model where the exploration plateaus (see [`hybrid`]).
+    Hybrid(HybridConfig),
 }
 
 impl Decider {
@@ -81,6 +87,16 @@ impl Decider {
             Decider::Random => "random",
             Decider::Dfs => "dfs",
             Decider::Model(config) => config.kind.as_str(),
+            Decider::Hybrid(_) => "hybrid",
+        }
+    }
+
+    /// The model it asks, if any.
+    pub fn provider(&self) -> Option<&ProviderConfig> {
+        match self {
+            Decider::Model(provider) => Some(provider),
+            Decider::Hybrid(hybrid) => Some(&hybrid.provider),
+            Decider::Heuristic | Decider::Random | Decider::Dfs => None,
         }
     }
 }
@@ -98,6 +114,10 @@ pub struct Config {
     /// Let the heuristic decide when the model was never reached (a server that is down, a
     /// mistyped `--base-url`), instead of stopping the stage.
     pub fall_back_when_unreachable: bool,
+    /// What the model calls may spend (see [`cost`]).
+    pub budget: Budget,
+    /// The model's price per million tokens, when it has one (see [`Price::of`]).
+    pub price: Option<Price>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -332,18 +352,33 @@ pub struct Stage {
     /// The model answered at least once (any HTTP answer), in this run.
     reached: bool,
     fall_back_when_unreachable: bool,
+    /// The hybrid decider's switch between the heuristic and the model.
+    plateau: Option<Plateau>,
+    /// Why the model is asked no more in this run (its budget spent, the hybrid's model
+    /// failing for good).
+    model_off: Option<String>,
+    budget: Budget,
+    price: Option<Price>,
+    spent: Spent,
+    /// The budget is spent and the run is to end (`--on-budget run`): why.
+    budget_stop: Option<String>,
+    /// Written as `decider` on the decisions the model made.
+    model_name: &'static str,
 }
 
 /// Backs a decider presses in another app (the app under test left for a browser, say) before it
 /// relaunches the app instead: one, since an app that opened another is one back away.
 pub(crate) const BACKS_OUTSIDE_THE_APP: u32 = 1;
 
+/// States (and untried elements per state) a hybrid's model is told of.
+const UNTRIED_LINES: usize = 8;
+
 /// Who decided a step: the name written into a decision made by the heuristic, on its own or
 /// when a model failed.
 const HEURISTIC: &str = "heuristic";
 
 impl Stage {
-    pub fn new(config: Config) -> Result<Stage, Error> {
+    pub fn new(mut config: Config) -> Result<Stage, Error> {
         let mut credentials = config.prompt.credentials.clone();
         if credentials.password.is_some() {
             credentials.password = Some(TEST_PASSWORD_PLACEHOLDER.to_string());
@@ -354,8 +389,8 @@ impl Stage {
             config.prompt.allowed_packages.clone(),
         );
         let name = config.decider.name();
-        let history = config.history;
-        let (baseline, model) = match config.decider {
+        let history = std::mem::take(&mut config.history);
+        let (baseline, model) = match &config.decider {
             Decider::Heuristic => (None, None),
             Decider::Random => (
                 Some(Baseline::Random(Box::new(RandomDecider::new(config.seed)))),
@@ -365,7 +400,12 @@ impl Stage {
                 Some(Baseline::Dfs(Box::new(DfsDecider::new(config.seed)))),
                 None,
             ),
-            Decider::Model(provider) => (None, Some(provider::connect(provider)?)),
+            Decider::Model(provider) => (None, Some(provider::connect(provider.clone())?)),
+            Decider::Hybrid(hybrid) => (None, Some(provider::connect(hybrid.provider.clone())?)),
+        };
+        let plateau = match &config.decider {
+            Decider::Hybrid(hybrid) => Some(Plateau::new(hybrid)),
+            _ => None,
         };
         let mut stage = Stage {
             name,
@@ -382,6 +422,16 @@ impl Stage {
             undecided: None,
             reached: false,
             fall_back_when_unreachable: config.fall_back_when_unreachable,
+            plateau,
+            model_off: None,
+            budget: config.budget,
+            price: config.price,
+            spent: Spent::default(),
+            budget_stop: None,
+            model_name: config
+                .decider
+                .provider()
+                .map_or(name, |provider| provider.kind.as_str()),
         };
         stage.set_package();
         stage.resume(&history);
@@ -396,7 +446,102 @@ impl Stage {
     /// Whether the heuristic decides this stage and has explored everything it found (see
     /// [`Heuristic::explored`]): a driver may end the run.
     pub fn explored(&self) -> bool {
-        self.baseline.is_none() && self.model.is_none() && self.heuristic.explored()
+        let model_done = match (&self.model, &self.plateau) {
+            (None, _) => true,
+            (Some(_), _) if self.model_off.is_some() => true,
+            (Some(_), Some(plateau)) => plateau.gave_up(),
+            (Some(_), None) => false,
+        };
+        self.baseline.is_none() && model_done && self.heuristic.explored()
+    }
+
+    /// Whether the model decides this step (the hybrid's switch moved on by it, its note
+    /// written when it changes who decides).
+    fn model_decides(&mut self, observation: &Observation, events: &mut Vec<Event>) -> bool {
+        self.check_budget(observation, events);
+        if self.model.is_none() || self.model_off.is_some() {
+            return false;
+        }
+        let tally = self.heuristic.graph().tally();
+        let nothing_left = self.heuristic.explored();
+        let Some(plateau) = self.plateau.as_mut() else {
+            return true;
+        };
+        let (phase, switch) = plateau.step(tally.states, nothing_left);
+        if let Some(switch) = switch {
+            let data = json!({"decides": phase.as_str(), "states": tally.states});
+            events.push(self.note(observation, NoteKind::Switch, Some(switch.why), Some(data)));
+        }
+        phase == Phase::Model
+    }
+
+    /// What the run's model calls spent so far.
+    pub fn spent(&self) -> &Spent {
+        &self.spent
+    }
+
+    /// Why the run is to end: its budget spent, with `--on-budget run`.
+    pub fn budget_stop(&self) -> Option<&str> {
+        self.budget_stop.as_deref()
+    }
+
+    /// Takes in one model call (its cost into `meta`), then stops the model part, or the run,
+    /// when the budget is spent.
+    fn charge(&mut self, meta: &mut AiMeta, observation: &Observation, events: &mut Vec<Event>) {
+        meta.cost = self.spent.add(self.price, meta.tokens_in, meta.tokens_out);
+        self.check_budget(observation, events);
+    }
+
+    /// Once the budget is spent: the model is asked no more (the heuristic goes on), and with
+    /// `--on-budget run` the run is to end; a note says which.
+    fn check_budget(&mut self, observation: &Observation, events: &mut Vec<Event>) {
+        if self.model.is_none() || self.model_off.is_some() {
+            return;
+        }
+        let Some(why) = self.budget.spent(&self.spent) else {
+            return;
+        };
+        let message = match self.budget.on_spent {
+            OnBudget::Model => {
+                format!(
+                    "{why}: the model is asked no more, the heuristic decides the rest of the run"
+                )
+            }
+            OnBudget::Run => {
+                self.budget_stop = Some(why.clone());
+                format!("{why}: the run ends")
+            }
+        };
+        let data = json!({"budget": self.budget.on_spent == OnBudget::Run, "calls": self.spent.calls,
+                          "cost": self.spent.cost});
+        events.push(self.note(observation, NoteKind::Warning, Some(message), Some(data)));
+        self.model_off = Some(why);
+    }
+
+    /// What the model is told of the states holding actions not tried (the hybrid's model: the
+    /// heuristic's knowledge), a line per state in the order they were found, at most
+    /// [`UNTRIED_LINES`].
+    fn untried_lines(&self) -> Vec<String> {
+        if self.plateau.is_none() {
+            return Vec::new();
+        }
+        self.heuristic
+            .graph()
+            .untried_states()
+            .into_iter()
+            .take(UNTRIED_LINES)
+            .map(|(key, places)| {
+                let activity = key.as_str().split('|').next().unwrap_or_default();
+                let activity = activity.rsplit('.').next().unwrap_or(activity);
+                let labels: Vec<String> = places
+                    .iter()
+                    .filter(|p| !p.label.is_empty())
+                    .take(UNTRIED_LINES)
+                    .map(|p| format!("\"{}\"", p.label))
+                    .collect();
+                format!("{activity}: {}", labels.join(", "))
+            })
+            .collect()
     }
 
     /// Takes in a recorded run as the stage took it in live: each observation as it came, each
@@ -460,6 +605,7 @@ impl Stage {
             None => self.heuristic.learn_decision(shown, recorded),
         }
         if let Some(ai) = &recorded.ai {
+            self.spent.add(self.price, ai.tokens_in, ai.tokens_out);
             self.settle_model(ai, invalid_answer);
         }
         self.stuck_reason = None;
@@ -574,6 +720,20 @@ impl Stage {
     /// Decides on the screen an observation shows: the events to write after the observation
     /// (notes, then the decision), or the stop the stage comes to.
     pub fn decide_screen(&mut self, shown: &Screen) -> Result<Vec<Event>, Stop> {
+        self.decide_as(shown, false)
+    }
+
+    /// The heuristic's decision on the screen, whoever decides this stage: a driver taking the
+    /// crawl off a screen a model keeps it on. The events to write after the observation.
+    pub fn decide_by_heuristic(&mut self, shown: &Screen) -> Vec<Event> {
+        match self.decide_as(shown, true) {
+            Ok(events) => events,
+            Err(Stop { events, .. }) => events,
+        }
+    }
+
+    /// [`Stage::decide_screen`], by the heuristic whoever decides the stage when `heuristic`.
+    fn decide_as(&mut self, shown: &Screen, heuristic: bool) -> Result<Vec<Event>, Stop> {
         let observation = shown.observation();
         let mut events = Vec::new();
         if let Some(undecided) = self.undecided.take() {
@@ -604,7 +764,9 @@ impl Stage {
                 }
                 Ok(decision)
             }
-            None if self.model.is_some() => self.ask_model(shown, &mut events),
+            None if !heuristic && self.model_decides(observation, &mut events) => {
+                self.ask_model(shown, &mut events)
+            }
             None => Ok(self.heuristic_decision(shown, &mut events)),
         };
         let decision = match decision {
@@ -640,10 +802,12 @@ impl Stage {
 
     fn ask_model(&mut self, shown: &Screen, events: &mut Vec<Event>) -> Result<Decision, Error> {
         let observation = shown.observation();
+        let untried = self.untried_lines();
         let context = Context {
             journal: &self.journal,
             stuck_reason: self.stuck_reason.as_deref(),
             single_action: self.single_action,
+            untried: &untried,
         };
         let built = prompt::build(observation, &context, &self.settings);
         if let Some(reason) = &built.fallback {
@@ -665,6 +829,7 @@ impl Stage {
             Ok(generation) => generation,
             Err(error) => {
                 meta.error = Some(error.to_string());
+                self.charge(&mut meta, observation, events);
                 self.reached |= answered(&meta);
                 let refused = self.refusals.count(&meta);
                 let unreachable = !self.reached && !self.fall_back_when_unreachable;
@@ -676,6 +841,17 @@ impl Stage {
                         source: error.clone(),
                     }),
                 };
+                if let (Some(stop), Some(_)) = (&stop, &self.plateau) {
+                    // The hybrid goes on with the heuristic alone.
+                    let why = crate::filter::Chain(stop).to_string();
+                    let message = format!(
+                        "{why}; the model is asked no more: the heuristic decides the rest of \
+                         the run"
+                    );
+                    self.model_off = Some(why);
+                    events.push(self.note(observation, NoteKind::Warning, Some(message), None));
+                    return Ok(self.fallback(shown, meta, events));
+                }
                 if let Some(stop) = stop {
                     let data = json!({ "ai": meta });
                     events.push(self.note(
@@ -696,6 +872,7 @@ impl Stage {
         meta.model = Some(generation.model.clone());
         meta.tokens_in = generation.tokens_in;
         meta.tokens_out = generation.tokens_out;
+        self.charge(&mut meta, observation, events);
         meta.response = Some(generation.text.clone());
         let most = match self.single_action {
             true => 1,
@@ -712,7 +889,7 @@ impl Stage {
                 decision.signup_completed = parsed.signup_completed;
                 decision.done = parsed.done;
                 decision.ai = Some(meta);
-                decision.decider = Some(self.name.to_string());
+                decision.decider = Some(self.model_name.to_string());
                 self.heuristic.learn_decision(shown, &decision);
                 Ok(decision)
             }

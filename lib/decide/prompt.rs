@@ -71,6 +71,9 @@ pub struct Context<'a> {
     pub stuck_reason: Option<&'a str>,
     /// The previous answer was invalid: ask for exactly one action.
     pub single_action: bool,
+    /// The states of the app the exploration knows with actions not tried yet, one line each
+    /// (what the heuristic would go back to).
+    pub untried: &'a [String],
 }
 
 /// The default system prompt for the settings (package, allowed packages, credentials) and
@@ -254,6 +257,12 @@ fn user_text(
             names.join(", ")
         );
     }
+    if !context.untried.is_empty() {
+        text.push_str("Screens seen with actions not tried yet (activity: elements):\n");
+        for line in context.untried {
+            let _ = writeln!(text, "- {line}");
+        }
+    }
     let _ = writeln!(text, "is_stuck: {}", context.stuck_reason.is_some());
     if let Some(reason) = context.stuck_reason {
         let _ = writeln!(text, "stuck_reason: {reason}");
@@ -432,6 +441,7 @@ mod tests {
             journal: &journal,
             stuck_reason: Some("same screen 5 times"),
             single_action: true,
+            untried: &[],
         };
         let settings = PromptSettings {
             text_only: true,

@@ -313,6 +313,10 @@ pub struct AiMeta {
     pub tokens_in: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_out: Option<u64>,
+    /// What the call cost: its tokens at the model's price per million (see `--max-cost`);
+    /// absent when the model has no price or the provider reported no tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     #[serde(default)]
     pub retries: u32,
     /// The error of the last attempt when the decision came from a fallback.

@@ -170,6 +170,9 @@ wire_words! {
         Error = "error",
         /// uiautomator failed to dump the hierarchy.
         UiautomatorCrash = "uiautomator_crash",
+        /// Who decides changed (the hybrid decider: the heuristic, the model); `data.decides`
+        /// names who decides from this step on.
+        Switch = "switch",
     }
 }
 

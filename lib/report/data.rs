@@ -655,7 +655,17 @@ fn run_stats(
         false => Value::Null,
     };
     let pairs: HashSet<(i64, i64)> = transitions.iter().map(|t| (t.from, t.to)).collect();
-    let computed: [(Statistic, Value); 10] = [
+    let per_screen = |statistic: Statistic| match (columns.get(statistic.name()), screens.len()) {
+        (Some(value), n) if n > 0 && value.is_number() => {
+            Value::from(value.as_f64().unwrap_or(0.0) / n as f64)
+        }
+        _ => Value::Null,
+    };
+    let cost_per_screen = per_screen(Statistic::TotalAiCost);
+    let calls_per_screen = per_screen(Statistic::TotalAiCalls);
+    let computed: [(Statistic, Value); 12] = [
+        (Statistic::AiCostPerNewScreen, cost_per_screen),
+        (Statistic::AiCallsPerNewScreen, calls_per_screen),
         (Statistic::ScreensPerMinute, screens_per_minute),
         (Statistic::BatchSuccessRate, batch_success_rate),
         (
@@ -761,14 +771,20 @@ fn artifacts(db: &Path, row: &RunRow, notes: &[NoteRow], base: &Bases) -> Artifa
     }
 }
 
-/// A statistic for people: integers as they are, other numbers with up to two decimals
-/// (trailing zeros dropped), objects as `key N, key N`, null as `-`.
+/// A statistic for people: integers as they are, other numbers with up to two decimals, or six
+/// below 0.01 (a model call's cost) (trailing zeros dropped), objects as `key N, key N`, null
+/// as `-`.
 pub fn show(value: &Value) -> String {
     match value {
         Value::Null => "-".to_string(),
         Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
         Value::Number(n) => {
-            let text = format!("{:.2}", n.as_f64().unwrap_or(0.0));
+            let n = n.as_f64().unwrap_or(0.0);
+            let decimals = match n != 0.0 && n.abs() < 0.01 {
+                true => 6,
+                false => 2,
+            };
+            let text = format!("{n:.decimals$}");
             text.trim_end_matches('0').trim_end_matches('.').to_string()
         }
         Value::String(s) => s.clone(),
@@ -793,6 +809,9 @@ mod tests {
         assert_eq!(show(&Value::from(2.5)), "2.5");
         assert_eq!(show(&Value::from(1.0 / 3.0)), "0.33");
         assert_eq!(show(&Value::from(4.0)), "4");
+        // A model call's cost keeps its digits.
+        assert_eq!(show(&Value::from(7.35e-6)), "0.000007");
+        assert_eq!(show(&Value::from(0.004_25)), "0.00425");
         assert_eq!(show(&Value::Null), "-");
         assert_eq!(
             show(&serde_json::json!({"click": 2, "back": 1})),

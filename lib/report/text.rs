@@ -101,14 +101,17 @@ pub fn render(report: &Report) -> String {
     let model = match calls {
         0 => "no model calls".to_string(),
         n => format!(
-            "{n} calls, {} ms average ({} to {}), {} errors, {} timeouts, {} retries, {} tokens",
+            "{n} calls, {} ms average ({} to {}), {} errors, {} timeouts, {} retries, {} tokens, \
+             cost {} ({} per new screen)",
             s(Statistic::AvgAiResponseTimeMs),
             s(Statistic::MinAiResponseTimeMs),
             s(Statistic::MaxAiResponseTimeMs),
             s(Statistic::AiErrorCount),
             s(Statistic::AiTimeoutCount),
             s(Statistic::AiRetryCount),
-            s(Statistic::TotalAiTokensUsed)
+            s(Statistic::TotalAiTokensUsed),
+            s(Statistic::TotalAiCost),
+            s(Statistic::AiCostPerNewScreen)
         ),
     };
     out.field("Model", &model);

@@ -648,8 +648,8 @@ fn record_ai(
     conn.prepare_cached(
         "INSERT INTO ai_interactions (run_id, step_number, timestamp, request_json,
          screenshot_path, response_raw, response_parsed_json, tokens_input, tokens_output,
-         latency_ms, success, error_message, retry_count)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         latency_ms, success, error_message, retry_count, cost)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -665,7 +665,8 @@ fn record_ai(
             ai.latency_ms as f64,
             ai.error.is_none(),
             ai.error,
-            ai.retries
+            ai.retries,
+            ai.cost
         ])
     })
     .ctx("recording an AI interaction")?;

@@ -8,7 +8,8 @@
 //! does not read every event's JSON to reach its `ts`. Migration 5 adds `crashes`, the crash and
 //! ANR notes the reports group by signature. Migration 6 counts the decisions the heuristic made
 //! because a model failed. Migration 7 tells replays from crawls (`runs.kind`, the run a replay
-//! replays and why) and keeps the minimisations of crashes and ANRs. A database is never downgraded: one with a newer version than
+//! replays and why) and keeps the minimisations of crashes and ANRs. Migration 8 keeps what each model call
+//! cost and the run's total. A database is never downgraded: one with a newer version than
 //! [`LATEST`] is refused.
 
 /// Migrations in order; migration `i` brings the schema from version `i` to `i + 1`.
@@ -20,6 +21,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CRASHES,
     FALLBACKS,
     REPLAYS,
+    MODEL_COST,
 ];
 
 /// The schema version this build writes.
@@ -333,3 +335,9 @@ pub(crate) const PROJECTION_TABLES: &[&str] = &[
     "step_logs",
     "screens",
 ];
+
+// What each model call cost (its tokens at the model's price) and the run's total.
+const MODEL_COST: &str = r#"
+ALTER TABLE ai_interactions ADD COLUMN cost REAL;
+ALTER TABLE run_stats ADD COLUMN total_ai_cost REAL;
+"#;

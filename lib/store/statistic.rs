@@ -136,6 +136,13 @@ statistics! {
     AiRetryCount = "ai_retry_count", Model, INTEGER;
     InvalidResponseCount = "invalid_response_count", Model, INTEGER;
     TotalAiTokensUsed = "total_ai_tokens_used", Model, INTEGER;
+    /// What the model calls cost: their tokens at the model's price per million (null when no
+    /// call had a price and reported tokens).
+    TotalAiCost = "total_ai_cost", Model, REAL;
+    /// The model calls' cost per unique screen of the run.
+    AiCostPerNewScreen = "ai_cost_per_new_screen", Model, Report;
+    /// Model calls per unique screen of the run.
+    AiCallsPerNewScreen = "ai_calls_per_new_screen", Model, Report;
     /// Decisions the heuristic made because the model failed.
     HeuristicFallbackCount = "heuristic_fallback_count", Model, INTEGER;
     MultiActionBatchCount = "multi_action_batch_count", Batching, INTEGER;

@@ -161,7 +161,8 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
            (SELECT COUNT(*) FROM run_events WHERE run_id = ?1 AND type = 'note'
               AND json_extract(json, '$.kind') = 'invalid_response'),
            CASE WHEN COUNT(tokens_input) + COUNT(tokens_output) = 0 THEN NULL
-                ELSE COALESCE(SUM(tokens_input), 0) + COALESCE(SUM(tokens_output), 0) END
+                ELSE COALESCE(SUM(tokens_input), 0) + COALESCE(SUM(tokens_output), 0) END,
+           SUM(cost)
          FROM ai_interactions WHERE run_id = ?1",
     )?;
     for (name, value) in [
@@ -174,6 +175,7 @@ pub(crate) fn refresh(conn: &Connection, run_id: i64, tally: Option<&Tally>) -> 
         Statistic::AiRetryCount,
         Statistic::InvalidResponseCount,
         Statistic::TotalAiTokensUsed,
+        Statistic::TotalAiCost,
     ]
     .into_iter()
     .zip(ai)

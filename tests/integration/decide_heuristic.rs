@@ -412,6 +412,8 @@ fn heuristic_stage(history: Vec<Event>, input: &str) -> (droid::filter::Outcome,
         prompt: decide::prompt::PromptSettings::default(),
         history,
         fall_back_when_unreachable: false,
+        budget: Default::default(),
+        price: None,
     };
     let mut output = Vec::new();
     let mut stage = decide::Stage::new(config).unwrap();

@@ -25,6 +25,7 @@ mod fuzz;
 mod hash;
 mod integrations;
 mod media;
+mod model_runs;
 mod one_graph;
 mod record;
 mod report;
@@ -41,4 +42,6 @@ mod sim_programs;
 mod sim_protocol;
 mod sim_world;
 mod stage_contract;
+#[path = "../support/stand_in.rs"]
+mod stand_in;
 mod ui;

@@ -57,6 +57,8 @@ fn graph_of(db: &Path, events: &[Event]) -> BTreeSet<String> {
         prompt: Default::default(),
         history: from_store::history(db, &run).unwrap(),
         fall_back_when_unreachable: false,
+        budget: Default::default(),
+        price: None,
     })
     .unwrap();
     let graph = stage.heuristic().graph();

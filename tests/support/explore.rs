@@ -209,6 +209,8 @@ pub fn crawl_config(
             prompt: PromptSettings::default(),
             history: Vec::new(),
             fall_back_when_unreachable: false,
+            budget: Default::default(),
+            price: None,
         },
         act: quick_act(),
         stages: crawl::Stages::default(),
@@ -259,10 +261,23 @@ impl crawl::Listener for Watcher<'_> {
 /// `droid-crawl` runs it) on a fresh simulator for `steps` steps, or until the exploration says
 /// it is complete.
 pub fn run_app(app: &str, decider: Decider, seed: u64, steps: u64) -> Run {
+    run_app_with(app, decider, seed, steps, |_, _| {})
+}
+
+/// [`run_app`], the crawl's configuration changed by `adjust` first (given the simulator's truth
+/// log too, for a stand-in model that reads it).
+pub fn run_app_with(
+    app: &str,
+    decider: Decider,
+    seed: u64,
+    steps: u64,
+    adjust: impl FnOnce(&mut crawl::Config, &Path),
+) -> Run {
     let (package, reachable, _) = model_facts(app);
     let own = own_screens(app);
     with_sim(app, |device, truth, dir| {
-        let config = crawl_config(&package, decider, seed, steps, dir);
+        let mut config = crawl_config(&package, decider, seed, steps, dir);
+        adjust(&mut config, truth);
         let mut watcher = Watcher {
             truth,
             read: 0,
@@ -324,7 +339,7 @@ fn note_shown(truth: &Path, read: usize, step: u64, first: &mut BTreeMap<String,
 }
 
 /// The truth log's lines.
-fn truth_lines(truth: &Path) -> impl Iterator<Item = Value> {
+pub fn truth_lines(truth: &Path) -> impl Iterator<Item = Value> {
     std::fs::read_to_string(truth)
         .unwrap()
         .lines()

@@ -233,6 +233,19 @@ impl Graph {
     }
 
     /// The identity of a screen of the graph.
+    /// The app's own states holding actions not tried, each with where its untried actions'
+    /// widgets were last seen (read-only: what a model is told of what is left).
+    pub fn untried_states(&self) -> Vec<(&ScreenKey, Vec<&Place>)> {
+        self.screens
+            .iter()
+            .filter(|s| !s.outside && !s.untried.is_empty())
+            .map(|s| {
+                let places = s.untried.keys().filter_map(|k| s.places.get(k)).collect();
+                (&s.key, places)
+            })
+            .collect()
+    }
+
     pub fn key(&self, screen: ScreenIndex) -> Option<&ScreenKey> {
         self.screens.get(screen).map(|s| &s.key)
     }

@@ -1,0 +1,198 @@
+//! The hybrid decider's switch: the heuristic decides until the exploration plateaus (no new
+//! state told apart for [`HybridConfig::plateau_steps`] steps, or the heuristic has explored
+//! everything it found), then the model decides until a new state is found or
+//! [`HybridConfig::model_calls`] calls pass without one; then the heuristic again.
+
+use super::provider::ProviderConfig;
+
+/// Steps without a new state before the model is asked (`plateau_steps`).
+pub const PLATEAU_STEPS: u32 = 8;
+
+/// Model calls without a new state before the heuristic decides again (`plateau_model_calls`).
+pub const MODEL_CALLS: u32 = 4;
+
+/// The hybrid decider: its model and when it is asked.
+#[derive(Debug, Clone)]
+pub struct HybridConfig {
+    pub provider: ProviderConfig,
+    /// K: steps without a new state that make a plateau.
+    pub plateau_steps: u32,
+    /// L: model calls without a new state before the heuristic takes over again.
+    pub model_calls: u32,
+}
+
+/// Who decides the next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Heuristic,
+    Model,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Heuristic => "heuristic",
+            Phase::Model => "model",
+        }
+    }
+}
+
+/// The switch's memory.
+#[derive(Debug, Clone)]
+pub struct Plateau {
+    plateau_steps: u32,
+    model_calls: u32,
+    phase: Phase,
+    /// States told apart at the last step.
+    states: usize,
+    /// Steps the heuristic decided since the last new state.
+    quiet: u32,
+    /// Model calls in this model phase.
+    calls: u32,
+    /// The model was given its calls on this plateau and found nothing: the heuristic's "nothing
+    /// left" no longer calls it (a new state does, or another K quiet steps).
+    gave_up: bool,
+}
+
+/// A change of who decides, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Switch {
+    pub to: Phase,
+    pub why: String,
+}
+
+impl Plateau {
+    pub fn new(config: &HybridConfig) -> Plateau {
+        Plateau {
+            plateau_steps: config.plateau_steps.max(1),
+            model_calls: config.model_calls.max(1),
+            phase: Phase::Heuristic,
+            states: 0,
+            quiet: 0,
+            calls: 0,
+            gave_up: false,
+        }
+    }
+
+    /// Takes in a step about to be decided: the states the exploration tells apart now and
+    /// whether the heuristic has nothing left to try. Who decides it, and the switch, if this
+    /// step changes who.
+    pub fn step(&mut self, states: usize, nothing_left: bool) -> (Phase, Option<Switch>) {
+        let new = states > self.states;
+        self.states = self.states.max(states);
+        if new {
+            self.gave_up = false;
+        }
+        let switch = match self.phase {
+            Phase::Heuristic => {
+                self.quiet = if new { 0 } else { self.quiet + 1 };
+                let why = match (
+                    self.quiet >= self.plateau_steps,
+                    nothing_left && !self.gave_up,
+                ) {
+                    (true, _) => Some(format!("no new state for {} steps", self.quiet)),
+                    (false, true) => Some("the heuristic has nothing left to try".to_string()),
+                    (false, false) => None,
+                };
+                why.map(|why| {
+                    self.calls = 0;
+                    Switch {
+                        to: Phase::Model,
+                        why: format!("{why}: the model decides"),
+                    }
+                })
+            }
+            Phase::Model if new => Some(Switch {
+                to: Phase::Heuristic,
+                why: "the model found a new state: the heuristic decides".to_string(),
+            }),
+            Phase::Model if self.calls >= self.model_calls => {
+                self.gave_up = true;
+                Some(Switch {
+                    to: Phase::Heuristic,
+                    why: format!(
+                        "{} model calls found no new state: the heuristic decides",
+                        self.calls
+                    ),
+                })
+            }
+            Phase::Model => None,
+        };
+        if let Some(switch) = &switch {
+            self.phase = switch.to;
+            self.quiet = 0;
+        }
+        if self.phase == Phase::Model {
+            self.calls += 1;
+        }
+        (self.phase, switch)
+    }
+
+    /// Whether the model had its calls since the last new state and found nothing (the
+    /// exploration may end when the heuristic has nothing left either).
+    pub fn gave_up(&self) -> bool {
+        self.gave_up
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plateau(k: u32, l: u32) -> Plateau {
+        Plateau::new(&HybridConfig {
+            provider: ProviderConfig::new(super::super::provider::ProviderKind::OpenAi),
+            plateau_steps: k,
+            model_calls: l,
+        })
+    }
+
+    #[test]
+    fn the_model_decides_on_a_plateau_until_a_new_state_or_its_calls_run_out() {
+        let mut p = plateau(3, 2);
+        // New states: the heuristic decides.
+        for states in 1..=4 {
+            assert_eq!(p.step(states, false), (Phase::Heuristic, None));
+        }
+        assert_eq!(p.step(4, false).0, Phase::Heuristic);
+        assert_eq!(p.step(4, false).0, Phase::Heuristic);
+        let (phase, switch) = p.step(4, false);
+        assert_eq!(phase, Phase::Model);
+        assert!(switch.unwrap().why.starts_with("no new state for 3 steps"));
+        // A new state: back to the heuristic at once.
+        let (phase, switch) = p.step(5, false);
+        assert_eq!(
+            (phase, switch.unwrap().to),
+            (Phase::Heuristic, Phase::Heuristic)
+        );
+        // Another plateau; the model's two calls find nothing.
+        for _ in 0..2 {
+            assert_eq!(p.step(5, false).0, Phase::Heuristic);
+        }
+        assert_eq!(p.step(5, false).0, Phase::Model);
+        assert_eq!(p.step(5, false), (Phase::Model, None));
+        let (phase, switch) = p.step(5, false);
+        assert_eq!(phase, Phase::Heuristic);
+        assert!(switch
+            .unwrap()
+            .why
+            .starts_with("2 model calls found no new state"));
+        assert!(p.gave_up());
+    }
+
+    #[test]
+    fn nothing_left_calls_the_model_once_per_discovery() {
+        let mut p = plateau(10, 1);
+        assert_eq!(p.step(1, false).0, Phase::Heuristic);
+        let (phase, switch) = p.step(1, true);
+        assert_eq!(phase, Phase::Model);
+        assert!(switch.unwrap().why.contains("nothing left"));
+        assert_eq!(p.step(1, true).0, Phase::Heuristic);
+        // Given up: the heuristic's "nothing left" no longer calls the model.
+        assert_eq!(p.step(1, true), (Phase::Heuristic, None));
+        assert!(p.gave_up());
+        // A new state does.
+        assert_eq!(p.step(2, false).0, Phase::Heuristic);
+        assert_eq!(p.step(2, true).0, Phase::Model);
+    }
+}

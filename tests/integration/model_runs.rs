@@ -1,0 +1,405 @@
+//! Crawls a model decides, against the stand-in model (an OpenAI-compatible server on
+//! 127.0.0.1, `tests/support/stand_in.rs`) and droid-sim: what the model reports reaches the
+//! run, and a model that keeps the crawl on one screen does not hold it.
+
+use std::path::{Path, PathBuf};
+
+use droid::decide::Decider;
+use droid::events::{Event, NoteKind};
+use serde_json::json;
+
+use crate::explore::{run_app_with, Run};
+use crate::stand_in::{Policy, StandIn};
+
+/// An app whose start screen keeps back to itself (back changes nothing there), with two ways
+/// on: a model answering back forever stays on it.
+fn trap_app(dir: &Path) -> PathBuf {
+    let button = |text: &str, top: i32| {
+        json!({"class": "android.widget.Button", "text": text, "clickable": true,
+               "bounds": [40, top, 1040, top + 120]})
+    };
+    let model = json!({
+        "package": "com.example.trap",
+        "screen_size": [1080, 2400],
+        "start": "trap",
+        "screens": [
+            {"id": "trap", "activity": "com.example.trap.Main",
+             "elements": [button("Next", 200), button("More", 400)]},
+            {"id": "next", "activity": "com.example.trap.Next",
+             "elements": [button("Deeper", 200)]},
+            {"id": "more", "activity": "com.example.trap.More",
+             "elements": [button("Nothing", 200)]},
+            {"id": "deep", "activity": "com.example.trap.Deep",
+             "elements": [button("Stay", 200)]},
+        ],
+        "transitions": [
+            {"from": "trap", "action": "back", "to": "trap"},
+            {"from": "trap", "action": "click", "target": {"text": "Next"}, "to": "next"},
+            {"from": "trap", "action": "click", "target": {"text": "More"}, "to": "more"},
+            {"from": "next", "action": "click", "target": {"text": "Deeper"}, "to": "deep"},
+        ],
+    });
+    let path = dir.join("trap.json");
+    std::fs::write(&path, model.to_string()).unwrap();
+    path
+}
+
+/// `app` crawled for `steps` steps, the stand-in with `policy` deciding in text mode.
+fn crawl_with_stand_in(app: &str, policy: Policy, steps: u64) -> (Run, StandIn) {
+    let stand_in = StandIn::start(policy);
+    let decider = Decider::Model(stand_in.provider());
+    let run = run_app_with(app, decider, 0, steps, |config, _| {
+        config.decide.prompt.text_only = true;
+    });
+    (run, stand_in)
+}
+
+#[test]
+fn the_stand_in_decides_from_the_prompts_refs_and_its_tokens_reach_the_decisions() {
+    let (run, stand_in) = crawl_with_stand_in("builtin:shop", Policy::FirstUntried, 30);
+    let answered: Vec<_> = run
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Decision(d) if d.decider.as_deref() == Some("openai") => d.ai.clone(),
+            _ => None,
+        })
+        .collect();
+    // Most steps: the others are the driver's (back out of the app, relaunches).
+    assert!(
+        answered.len() >= 15,
+        "{} decisions by the model",
+        answered.len()
+    );
+    assert_eq!(answered.len(), stand_in.calls());
+    let tokens = answered.iter().fold((0, 0), |(i, o), ai| {
+        (i + ai.tokens_in.unwrap(), o + ai.tokens_out.unwrap())
+    });
+    assert_eq!(tokens, stand_in.tokens());
+    // Tapping the first element not tried on each screen gets past the start screen and the
+    // onboarding to the login (whose e-mail pattern it does not type).
+    assert!(run.reached.len() >= 3, "{:?}", run.reached);
+}
+
+#[test]
+fn a_model_that_answers_back_forever_does_not_hold_the_crawl() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = trap_app(dir.path());
+    let app = app.display().to_string();
+    let (run, stand_in) = crawl_with_stand_in(&app, Policy::Back, 30);
+    assert!(stand_in.calls() > 0);
+    // Off the stuck screen: the heuristic's steps reach further than back ever could.
+    assert!(run.reached.len() > 1, "{:?}", run.reached);
+    let notes: Vec<_> = run
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Note(note) => Some(note),
+            _ => None,
+        })
+        .collect();
+    let escapes: Vec<_> = notes
+        .iter()
+        .filter(|n| {
+            n.kind == NoteKind::Stuck && n.data.as_ref().is_some_and(|d| d["escape"] == "heuristic")
+        })
+        .collect();
+    assert!(!escapes.is_empty(), "no escape note");
+    // Each escape follows up a detection (counted once), and the crawl left the screen after.
+    assert!(escapes
+        .iter()
+        .all(|n| n.data.as_ref().unwrap()["detected_at"].is_u64()));
+    assert!(notes
+        .iter()
+        .any(|n| n.kind == NoteKind::Stuck
+            && n.data.as_ref().is_some_and(|d| d["recovered"] == true)));
+    // The step of each escape is the heuristic's.
+    for escape in &escapes {
+        let decided_by = run.events.iter().find_map(|event| match event {
+            Event::Decision(d) if d.step == escape.step => d.decider.clone(),
+            _ => None,
+        });
+        assert_eq!(decided_by.as_deref(), Some("heuristic"));
+    }
+}
+
+/// The hybrid decider with the stand-in (or any server) at `provider`: K and L as given.
+fn hybrid(provider: droid::decide::provider::ProviderConfig, k: u32, l: u32) -> Decider {
+    Decider::Hybrid(droid::decide::hybrid::HybridConfig {
+        provider,
+        plateau_steps: k,
+        model_calls: l,
+    })
+}
+
+/// The notes of a run of `kind`.
+fn notes_of(run: &Run, kind: NoteKind) -> Vec<&droid::events::Note> {
+    run.events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Note(note) if note.kind == kind => Some(note),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_hybrid_asks_the_model_only_on_a_plateau_and_goes_back_to_the_heuristic() {
+    let stand_in = StandIn::start(Policy::FirstUntried);
+    let decider = hybrid(stand_in.provider(), 3, 2);
+    let run = run_app_with("builtin:shop", decider, 0, 80, |config, _| {
+        config.decide.prompt.text_only = true;
+    });
+    // Who decides, step by step, from the switch notes; the model's decisions only in its part.
+    let mut phase = "heuristic";
+    let (mut to_model, mut to_heuristic, mut by_model) = (0, 0, 0);
+    for event in &run.events {
+        match event {
+            Event::Note(note) if note.kind == NoteKind::Switch => {
+                let data = note.data.as_ref().unwrap();
+                assert_ne!(data["decides"], phase, "a switch changes who decides");
+                phase = if data["decides"] == "model" {
+                    "model"
+                } else {
+                    "heuristic"
+                };
+                match phase {
+                    "model" => to_model += 1,
+                    _ => to_heuristic += 1,
+                }
+            }
+            Event::Decision(d) if d.decider.as_deref() == Some("openai") => {
+                assert_eq!(phase, "model", "step {:?} decided by the model", d.step);
+                by_model += 1;
+            }
+            Event::Decision(d) if phase == "heuristic" => {
+                assert_ne!(d.decider.as_deref(), Some("openai"));
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        to_model >= 1 && to_heuristic >= 1,
+        "{to_model} {to_heuristic}"
+    );
+    assert_eq!(by_model, stand_in.calls());
+    // Far fewer calls than steps: the heuristic decides where it finds new states.
+    assert!(
+        by_model * 2 < run.observed.len(),
+        "{by_model} of {}",
+        run.observed.len()
+    );
+    // The model was told the states with untried actions when there were some.
+    assert!(run.events.iter().any(|event| matches!(event,
+        Event::Decision(d) if d.ai.as_ref().is_some_and(|ai| ai.request.as_ref()
+            .is_some_and(|r| r.to_string().contains("Screens seen with actions not tried yet"))))));
+}
+
+#[test]
+fn a_failing_model_in_the_hybrid_leaves_the_heuristic_deciding_with_a_note() {
+    use crate::decide_providers::{reply, Server};
+    // A server that answers 500 (a passing failure: each model step falls back) and one that
+    // rejects the key (the model part stops for good); neither ends the run.
+    for (status, expected) in [
+        (500, "the heuristic decided this step"),
+        (401, "the model is asked no more"),
+    ] {
+        let server = Server::start(move |_, _| {
+            reply(status, &json!({"error": {"message": "no", "code": status}}))
+        });
+        let mut provider = droid::decide::provider::ProviderConfig::new(
+            droid::decide::provider::ProviderKind::OpenAi,
+        );
+        provider.base_url = Some(server.base.clone());
+        provider.retry.base_delay = std::time::Duration::ZERO;
+        provider.retry.max_delay = std::time::Duration::ZERO;
+        let run = run_app_with(
+            "builtin:shop",
+            hybrid(provider, 2, 2),
+            0,
+            40,
+            |config, _| {
+                config.decide.prompt.text_only = true;
+            },
+        );
+        assert_eq!(run.ended, "max_steps", "{status}");
+        assert!(
+            !server.requests().is_empty(),
+            "{status}: the model was asked"
+        );
+        let warnings = notes_of(&run, NoteKind::Warning);
+        assert!(
+            warnings
+                .iter()
+                .any(|n| n.message.as_deref().unwrap_or_default().contains(expected)),
+            "{status}: {warnings:?}"
+        );
+        // Every step was decided: by the heuristic (or the driver) wherever the model failed.
+        let decisions = run
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Decision(_)))
+            .count();
+        assert_eq!(decisions, run.observed.len(), "{status}");
+        assert!(!run.events.iter().any(|e| matches!(e,
+            Event::Decision(d) if d.decider.as_deref() == Some("openai"))));
+    }
+}
+
+/// The cost droid gave the decision of one step against a server replaying `body` (a provider's
+/// real answer with the decision put in), and the tokens the body reports.
+fn priced_decision(decider: &str, body: Value, extra: &[&str]) -> Value {
+    use crate::decide_providers::{api_base, decide_steps, of_type, read_events, reply, Server};
+    let server = Server::start(move |seen, _| match seen.url.as_str() {
+        "/api/show" => reply(
+            200,
+            &crate::decide_providers::fixture("ollama/show_response_gemma4_openapi.json"),
+        ),
+        _ => reply(200, &body),
+    });
+    let output = decide_steps(decider, &api_base(&server, decider), 1, extra);
+    assert!(output.status.success(), "{output:?}");
+    let events = read_events(&output, &server);
+    of_type(&events, "decision")[0]["ai"].clone()
+}
+
+use serde_json::Value;
+
+#[test]
+fn each_calls_cost_is_its_reported_tokens_at_the_models_price() {
+    droid::fixtures_or_skip!();
+    use crate::decide_providers::{decision_text, fixture};
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    // OpenRouter's real answer from gpt-4o-mini reports its own cost: droid's table agrees.
+    let mut body = fixture("openrouter/chat_response_real_gpt4o-mini_azure.json");
+    body["choices"][0]["message"]["content"] = Value::from(decision_text());
+    let reported = body["usage"]["cost"].as_f64().unwrap();
+    let ai = priced_decision("openrouter", body, &["--model", "openai/gpt-4o-mini"]);
+    assert_eq!(
+        (ai["tokens_in"].as_u64(), ai["tokens_out"].as_u64()),
+        (Some(9), Some(10))
+    );
+    assert!(close(ai["cost"].as_f64().unwrap(), reported), "{ai}");
+
+    // Gemini's usageMetadata at gemini-2.5-flash's list price.
+    let mut body = fixture("gemini/generateContent_response_image_cookbook.json");
+    body["candidates"][0]["content"]["parts"][0]["text"] = Value::from(decision_text());
+    let (input, output) = (
+        body["usageMetadata"]["promptTokenCount"].as_f64().unwrap(),
+        body["usageMetadata"]["candidatesTokenCount"]
+            .as_f64()
+            .unwrap(),
+    );
+    let ai = priced_decision("gemini", body, &["--model", "gemini-2.5-flash"]);
+    let expected = (input * 0.30 + output * 2.50) / 1e6;
+    assert!(close(ai["cost"].as_f64().unwrap(), expected), "{ai}");
+
+    // A local model has no price until user_config.db gives it one.
+    let mut body = fixture("ollama/chat_response_structured_schema.json");
+    body["message"]["content"] = Value::from(decision_text());
+    let ai = priced_decision("ollama", body.clone(), &["--model", "gemma4"]);
+    assert!(ai.get("cost").is_none(), "{ai}");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("user_config.db");
+    droid::config::UserConfig::open(&db)
+        .unwrap()
+        .set("price.gemma4", "2,8", droid::config::ValueType::String)
+        .unwrap();
+    let db = db.display().to_string();
+    let ai = priced_decision(
+        "ollama",
+        body.clone(),
+        &["--model", "gemma4", "--config-db", &db],
+    );
+    let (input, output) = (
+        body["prompt_eval_count"].as_f64().unwrap(),
+        body["eval_count"].as_f64().unwrap(),
+    );
+    assert!(
+        close(
+            ai["cost"].as_f64().unwrap(),
+            (input * 2.0 + output * 8.0) / 1e6
+        ),
+        "{ai}"
+    );
+}
+
+/// A stand-in's crawl of the shop with `budget`, the stand-in priced at 1 and 4 per million
+/// tokens: the run, the stand-in, and the one call's cost bound (the dearest call).
+fn budgeted(
+    decider: impl Fn(&StandIn) -> Decider,
+    budget: droid::decide::cost::Budget,
+) -> (Run, StandIn) {
+    let stand_in = StandIn::start(Policy::FirstUntried);
+    let run = run_app_with("builtin:shop", decider(&stand_in), 0, 40, |config, _| {
+        config.decide.prompt.text_only = true;
+        config.decide.budget = budget;
+        config.decide.price = Some(droid::decide::cost::Price {
+            input: 1.0,
+            output: 4.0,
+        });
+    });
+    (run, stand_in)
+}
+
+/// The costs of the run's model calls, in order.
+fn call_costs(run: &Run) -> Vec<f64> {
+    run.events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Decision(d) => d.ai.as_ref().and_then(|ai| ai.cost),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_spent_budget_stops_the_model_and_the_heuristic_goes_on_or_the_run_ends() {
+    use droid::decide::cost::{Budget, OnBudget};
+    // Spent by cost: the model part stops, the heuristic decides until the steps run out.
+    let max_cost = 0.004;
+    let (run, stand_in) = budgeted(
+        |s| Decider::Model(s.provider()),
+        Budget {
+            max_cost: Some(max_cost),
+            max_calls: None,
+            on_spent: OnBudget::Model,
+        },
+    );
+    let costs = call_costs(&run);
+    let spent: f64 = costs.iter().sum();
+    assert_eq!(costs.len(), stand_in.calls());
+    let dearest = costs.iter().copied().fold(0.0, f64::max);
+    assert!(
+        spent >= max_cost && spent <= max_cost + dearest,
+        "{spent} of {max_cost}"
+    );
+    assert!(costs.len() < run.observed.len(), "the model stopped early");
+    assert_ne!(run.ended, "budget", "the heuristic went on");
+    let warning = notes_of(&run, NoteKind::Warning)
+        .into_iter()
+        .find(|n| {
+            n.message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("--max-cost")
+        })
+        .expect("a note says the budget is spent");
+    assert!(warning
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("the heuristic decides the rest"));
+    // Spent by calls, the run ends with it.
+    let (run, stand_in) = budgeted(
+        |s| hybrid(s.provider(), 2, 3),
+        Budget {
+            max_cost: None,
+            max_calls: Some(3),
+            on_spent: OnBudget::Run,
+        },
+    );
+    assert_eq!(stand_in.calls(), 3);
+    assert_eq!(run.ended, "budget");
+    assert!(run.observed.len() < 40, "{}", run.observed.len());
+}

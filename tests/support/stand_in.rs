@@ -1,0 +1,363 @@
+//! A stand-in model for tests and `make coverage`: an OpenAI-compatible server on 127.0.0.1
+//! (`POST /v1/chat/completions`) that answers each decision from what droid sent it, the
+//! elements' `[ref=N]` in the prompt, with a policy chosen per test:
+//!
+//! - [`Policy::Random`]: a seeded choice among the screen's refs and back;
+//! - [`Policy::FirstUntried`]: the first ref of the screen it has not answered on that screen
+//!   before (a screen being the prompt's element list), back once every ref was answered;
+//! - [`Policy::Back`]: back, always (a model that keeps a crawl where it is);
+//! - [`Policy::Oracle`]: reads the app model and the simulator's truth log (the screen the device
+//!   shows, the screens it has shown) and answers the move that starts the shortest path of
+//!   recorded moves towards the nearest screen not shown yet, back when none is left.
+//!
+//! Every answer carries `usage` (`prompt_tokens`, `completion_tokens`) as a real server's does,
+//! counted as one token per four bytes of text (and 85 per image, OpenAI's low-detail price), so
+//! cost accounting runs on it as on a provider. It is never a decider users can select.
+#![allow(dead_code)]
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use droid::decide::provider::{ProviderConfig, ProviderKind};
+use droid::sim::model::AppModel;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+/// The model name the stand-in answers as.
+pub const MODEL: &str = "stand-in";
+
+/// How the stand-in picks its answer.
+pub enum Policy {
+    Random(u64),
+    FirstUntried,
+    Back,
+    Oracle { app: String, truth: PathBuf },
+}
+
+/// A running stand-in (it serves until the test process ends).
+pub struct StandIn {
+    base: String,
+    calls: Arc<AtomicUsize>,
+    tokens: Arc<Mutex<(u64, u64)>>,
+}
+
+/// One element of the prompt: its ref and its line.
+struct Element {
+    reference: u64,
+    line: String,
+}
+
+/// What a policy answers: actions, as droid's response schema has them.
+type Answer = Vec<Value>;
+
+struct Answerer {
+    policy: Policy,
+    rng: ChaCha8Rng,
+    /// (screen, ref) answered before ([`Policy::FirstUntried`]).
+    tried: HashSet<(String, u64)>,
+    model: Option<AppModel>,
+}
+
+impl StandIn {
+    /// Starts a stand-in on 127.0.0.1 answering with `policy`.
+    pub fn start(policy: Policy) -> StandIn {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = server.server_addr().to_ip().unwrap().port();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let tokens = Arc::new(Mutex::new((0, 0)));
+        let seed = match &policy {
+            Policy::Random(seed) => *seed,
+            _ => 0,
+        };
+        let model = match &policy {
+            Policy::Oracle { app, .. } => Some(AppModel::load(app).unwrap()),
+            _ => None,
+        };
+        let mut answerer = Answerer {
+            policy,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            tried: HashSet::new(),
+            model,
+        };
+        let (count, spent) = (Arc::clone(&calls), Arc::clone(&tokens));
+        thread::spawn(move || {
+            for mut request in server.incoming_requests() {
+                let mut text = String::new();
+                let _ = request.as_reader().read_to_string(&mut text);
+                let (status, body) = match request.url() {
+                    "/v1/chat/completions" => {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let asked: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                        let body = answerer.reply(&asked);
+                        let mut spent = spent.lock().unwrap();
+                        spent.0 += body["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
+                        spent.1 += body["usage"]["completion_tokens"].as_u64().unwrap_or(0);
+                        (200, body)
+                    }
+                    "/v1/models" => (200, json!({"object": "list", "data": [{"id": MODEL}]})),
+                    _ => (404, json!({"error": "not found"})),
+                };
+                let response = tiny_http::Response::from_string(body.to_string())
+                    .with_status_code(status)
+                    .with_header(
+                        tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap(),
+                    );
+                let _ = request.respond(response);
+            }
+        });
+        StandIn {
+            base: format!("http://127.0.0.1:{port}/v1"),
+            calls,
+            tokens,
+        }
+    }
+
+    /// Its `/v1` URL (droid's `--base-url`).
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// Decisions it was asked for.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// The tokens it reported in all: (prompt, completion).
+    pub fn tokens(&self) -> (u64, u64) {
+        *self.tokens.lock().unwrap()
+    }
+
+    /// An OpenAI-compatible provider asking this stand-in, without retries' delays.
+    pub fn provider(&self) -> ProviderConfig {
+        let mut provider = ProviderConfig::new(ProviderKind::OpenAi);
+        provider.model = MODEL.to_string();
+        provider.base_url = Some(self.base.clone());
+        provider.retry.base_delay = std::time::Duration::ZERO;
+        provider
+    }
+}
+
+/// Tokens as a real tokenizer counts English and JSON, about four bytes each.
+fn tokens_of(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+impl Answerer {
+    /// The chat-completions body answering `asked`.
+    fn reply(&mut self, asked: &Value) -> Value {
+        let mut prompt_tokens = 0;
+        let mut user = String::new();
+        for message in asked["messages"].as_array().into_iter().flatten() {
+            match &message["content"] {
+                Value::String(text) => {
+                    prompt_tokens += tokens_of(text);
+                    if message["role"] == "user" {
+                        user.push_str(text);
+                    }
+                }
+                Value::Array(parts) => {
+                    for part in parts {
+                        match part["text"].as_str() {
+                            Some(text) => {
+                                prompt_tokens += tokens_of(text);
+                                if message["role"] == "user" {
+                                    user.push_str(text);
+                                }
+                            }
+                            None => prompt_tokens += 85,
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let actions = self.answer(&user);
+        let content = json!({ "actions": actions }).to_string();
+        json!({
+            "id": "chatcmpl-stand-in",
+            "object": "chat.completion",
+            "model": asked["model"].as_str().unwrap_or(MODEL),
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": tokens_of(&content),
+                "total_tokens": prompt_tokens + tokens_of(&content),
+            },
+        })
+    }
+
+    fn answer(&mut self, user: &str) -> Answer {
+        let elements = elements(user);
+        let screen: String = elements.iter().map(|e| e.line.as_str()).collect();
+        match &self.policy {
+            Policy::Back => back("the stand-in always goes back"),
+            Policy::Random(_) => {
+                let pick = self.rng.gen_range(0..=elements.len());
+                match elements.get(pick) {
+                    Some(element) => on(element, "a random element"),
+                    None => back("a random back"),
+                }
+            }
+            Policy::FirstUntried => {
+                let untried = elements
+                    .iter()
+                    .find(|e| !self.tried.contains(&(screen.clone(), e.reference)));
+                match untried {
+                    Some(element) => {
+                        self.tried.insert((screen.clone(), element.reference));
+                        on(element, "the first element not tried here")
+                    }
+                    None => back("every element here was tried"),
+                }
+            }
+            Policy::Oracle { truth, .. } => {
+                let model = self.model.as_ref().expect("loaded with the policy");
+                oracle(model, truth).unwrap_or_else(|| back("nothing unseen is reachable"))
+            }
+        }
+    }
+}
+
+/// The prompt's elements: each line carrying a `[ref=N]`.
+fn elements(user: &str) -> Vec<Element> {
+    user.lines()
+        .filter_map(|line| {
+            let start = line.find("[ref=")? + "[ref=".len();
+            let end = start + line[start..].find(']')?;
+            let reference = line[start..end].parse().ok()?;
+            Some(Element {
+                reference,
+                line: line.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn back(why: &str) -> Answer {
+    vec![json!({"action": "back", "action_desc": "press back", "reasoning": why})]
+}
+
+/// Typing into a field, clicking anything else.
+fn on(element: &Element, why: &str) -> Answer {
+    let action = match element.line.contains("TextInput") || element.line.contains(" editable") {
+        true => json!({"action": "input", "ref": element.reference, "input_text": "droid",
+                       "action_desc": format!("type into ref {}", element.reference),
+                       "reasoning": why}),
+        false => json!({"action": "click", "ref": element.reference,
+                        "action_desc": format!("tap ref {}", element.reference),
+                        "reasoning": why}),
+    };
+    vec![action]
+}
+
+/// The oracle's move: the first recorded move of a shortest path from the screen shown now to
+/// the nearest screen of the app not shown yet, as actions on the elements its target and the
+/// fields it requires name (boxes in device pixels).
+fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
+    let shown: Vec<String> = crate::explore::truth_lines(truth)
+        .filter_map(|v| v["screen"].as_str().map(str::to_string))
+        .collect();
+    let now = model.screen_index(shown.last()?)?;
+    let seen: BTreeSet<usize> = shown.iter().filter_map(|s| model.screen_index(s)).collect();
+    // Breadth first over recorded moves that can be made from the prompt (a target found on
+    // its screen, or back).
+    let mut first: Vec<Option<Answer>> = vec![None; model.screens().len()];
+    let mut visited = vec![false; model.screens().len()];
+    visited[now] = true;
+    let mut queue = VecDeque::from([now]);
+    while let Some(at) = queue.pop_front() {
+        for transition in model.transitions().iter().filter(|t| t.from == at) {
+            let droid::sim::model::Destination::Screen(to) = transition.to else {
+                continue;
+            };
+            if visited[to] {
+                continue;
+            }
+            let Some(answer) = move_of(model, at, transition) else {
+                continue;
+            };
+            visited[to] = true;
+            let start = match at == now {
+                true => Some(answer),
+                false => first[at].clone(),
+            };
+            if !seen.contains(&to) && model.screen(to).package == model.package() {
+                return start;
+            }
+            first[to] = start;
+            queue.push_back(to);
+        }
+    }
+    None
+}
+
+/// Texts the oracle types into a field a move requires, the first matching the move's pattern.
+const TEXTS: &[&str] = &[
+    "droid@example.com",
+    "droid",
+    "Droid-1234",
+    "12345678",
+    "1234",
+    "5551234567",
+    "https://example.com",
+];
+
+/// The actions making a recorded move, when its target and the fields it requires are found on
+/// the screen: text matching each required field's pattern typed first.
+fn move_of(
+    model: &AppModel,
+    at: usize,
+    transition: &droid::sim::model::Transition,
+) -> Option<Answer> {
+    use droid::sim::model::Action;
+    let why = "the nearest screen not seen yet";
+    let nodes = model.screen(at).nodes();
+    let boxed =
+        |b: droid::ui::Bounds| json!({"top_left": [b.x1, b.y1], "bottom_right": [b.x2, b.y2]});
+    let mut actions = Vec::new();
+    for (field, pattern) in &transition.requires {
+        let node = nodes.iter().find(|n| n.attr("resource-id") == field)?;
+        let text = TEXTS.iter().find(|t| pattern.is_match(t))?;
+        actions.push(
+            json!({"action": "input", "input_text": text, "reasoning": why,
+            "action_desc": format!("type into {field}"),
+            "target_bounding_box": boxed(node.bounds)}),
+        );
+    }
+    let bounds = match &transition.target {
+        Some(target) => Some(nodes.iter().find(|node| target.matches(node))?.bounds),
+        None => None,
+    };
+    let named = |action: &str| {
+        let mut answer = json!({"action": action, "reasoning": why,
+            "action_desc": format!("{action} towards a new screen")});
+        if let Some(b) = bounds {
+            answer["target_bounding_box"] = boxed(b);
+        }
+        answer
+    };
+    let last = match transition.action {
+        Action::Back => back(why).remove(0),
+        Action::Click => named("click"),
+        Action::LongClick => named("long_press"),
+        Action::Input => {
+            let mut answer = named("input");
+            answer["input_text"] = json!("droid");
+            answer
+        }
+        Action::ScrollUp => named("scroll_up"),
+        Action::ScrollDown => named("scroll_down"),
+        Action::SwipeLeft => named("swipe_left"),
+        Action::SwipeRight => named("swipe_right"),
+    };
+    actions.push(last);
+    Some(actions)
+}
