@@ -33,7 +33,7 @@ docs: ## Rewrite the coverage tables in docs/decide.md from bench.json
 bench: ## Performance numbers (medians) into BENCH.md and bench.json, see docs/benchmarks.md
 	set -o pipefail; $(CARGO) bench $(CARGO_FLAGS) --bench bench -- --json=bench.json | tee BENCH.md
 
-coverage: ## Screens each decider reaches on every app model (into bench.json, then `make docs`), and identity rules against the truth (tables on stdout; about 25 minutes)
+coverage: ## Screens each decider reaches on every app model (into bench.json, then `make docs`), and identity rules against the truth (tables on stdout; about 25 minutes for heuristic, dfs and random alone: DECIDERS=heuristic,dfs,random; the model deciders with the stand-in take longer)
 	$(CARGO) bench $(CARGO_FLAGS) --bench bench -- coverage identity --json=bench.json
 
 FUZZ_SECONDS ?= 60
