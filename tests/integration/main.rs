@@ -24,6 +24,7 @@ mod explore;
 mod fuzz;
 mod hash;
 mod integrations;
+mod mcp_server;
 mod media;
 mod one_graph;
 mod record;

@@ -15,6 +15,7 @@ Driven by tests/integration/mcp_server.rs; the SDK comes from tests/python/requi
 
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -60,10 +61,13 @@ class Session:
         self.client = client
         self.truth_log = truth_log
         self.transcript = []
+        # Every answer's text, to look for what must never be in one.
+        self.results = []
 
     async def call(self, tool, arguments=None, expect_error=False):
         result = await self.client.call_tool(tool, arguments or {})
         kinds = [block.type for block in result.content]
+        self.results.append([b.text for b in result.content if b.type == "text"])
         text = next((b.text for b in result.content if b.type == "text"), "")
         entry = {
             "tool": tool,
@@ -151,6 +155,20 @@ async def exercise(client, truth_log):
     check(TYPED in typed, f"the device received {typed!r}")
     facts["typed"] = typed
     entry["summary"] = "the truth log holds the text exactly as typed"
+
+    # The server's test password: typed, never shown.
+    secret = os.environ["MCP_TEST_SECRET"]
+    result, _ = await s.call("observe")
+    password = ref_of(result.structured_content["tree"], "#password")
+    result, entry = await s.call(
+        "act", {"action": "type", "ref": password, "text": "{{test_password}}"}
+    )
+    received = [line.get("text") for line in truth(truth_log) if line.get("input") == "text"]
+    check(received[-1] == secret, f"the device received {received[-1]!r} for the password")
+    result, _ = await s.call("observe")
+    shown_text = json.dumps(result.structured_content)
+    check(secret not in json.dumps(s.results) + shown_text, "the test password was shown")
+    entry["summary"] = "the password typed; in no answer"
 
     # Back where the session has been: seen before.
     await s.call("act", {"action": "key", "key": "back"})
