@@ -122,9 +122,6 @@ impl Crawls {
         input: &CrawlInput,
     ) -> Result<CrawlStatus, Error> {
         let serial = device.serial.clone().unwrap_or_default();
-        if let Some(run) = self.driving(&serial) {
-            return Err(Error::Busy { serial, run });
-        }
         let package = input.package.trim().to_string();
         if package.is_empty() {
             return Err(Error::Input("crawl needs `package`".into()));
@@ -166,17 +163,28 @@ impl Crawls {
         let minimise = flags.crawl.minimise();
         let status = Arc::new(Mutex::new(CrawlStatus {
             package,
-            serial,
+            serial: serial.clone(),
             state: crawl::State::Uninitialized.as_str().into(),
             max_steps: crawl_config.max_steps,
             ..CrawlStatus::default()
         }));
+        // Listed before it starts, so that no other crawl or action takes the device meanwhile.
+        {
+            let mut handles = self.handles();
+            if let Some(run) = driving(&handles, &serial) {
+                return Err(Error::Busy { serial, run });
+            }
+            handles.push(Handle {
+                status: Arc::clone(&status),
+                stop,
+            });
+        }
         let (started, opened) = mpsc::channel();
         let mut watcher = Watcher {
             status: Arc::clone(&status),
             started: Some(started),
         };
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("droid-mcp crawl".into())
             .spawn(move || {
                 let outcome = AdbDevice::connect(device)
@@ -191,8 +199,13 @@ impl Crawls {
                         .map_err(|e| crate::filter::Chain(&e).to_string())
                     });
                 watcher.ended(outcome);
-            })
-            .map_err(Error::Thread)?;
+            });
+        if let Err(error) = spawned {
+            let mut failed = lock(&status);
+            failed.ended = true;
+            failed.reason = Some(error.to_string());
+            return Err(Error::Thread(error));
+        }
         match opened.recv_timeout(START_WAIT) {
             Ok(Ok(())) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Ok(Err(why)) => return Err(Error::CrawlStart(why)),
@@ -203,19 +216,12 @@ impl Crawls {
             }
         }
         let first = lock(&status).clone();
-        self.handles().push(Handle { status, stop });
         Ok(first)
     }
 
     /// The run of a crawl of this server still driving `serial` (not paused, not ended).
     pub fn driving(&self, serial: &str) -> Option<String> {
-        self.handles().iter().find_map(|handle| {
-            let status = handle.status();
-            let driving = !status.ended
-                && status.serial == serial
-                && status.state != crawl::State::PausedManual.as_str();
-            driving.then(|| status.run_id.clone())
-        })
+        driving(&self.handles(), serial)
     }
 
     /// Every crawl's status, newest first, or the one of `run`.
@@ -266,6 +272,22 @@ impl Crawls {
         }
         Ok(status)
     }
+}
+
+/// The run of a crawl among `handles` still driving `serial` (`(starting)` before its run is
+/// open).
+fn driving(handles: &[Handle], serial: &str) -> Option<String> {
+    handles.iter().find_map(|handle| {
+        let status = handle.status();
+        let driving = !status.ended
+            && status.serial == serial
+            && status.state != crawl::State::PausedManual.as_str();
+        let run = match status.run_id.as_str() {
+            "" => "(starting)".to_string(),
+            run => run.to_string(),
+        };
+        driving.then_some(run)
+    })
 }
 
 fn lock(status: &Mutex<CrawlStatus>) -> MutexGuard<'_, CrawlStatus> {

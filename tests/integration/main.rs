@@ -25,6 +25,8 @@ mod fuzz;
 mod hash;
 mod integrations;
 mod mcp_server;
+#[path = "../support/mcp_stdio.rs"]
+mod mcp_stdio;
 mod media;
 mod one_graph;
 mod record;

@@ -9,13 +9,12 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
 use crate::common::{bin_path, droid, root};
+use crate::mcp_stdio::{McpStdio, ANSWER_WAIT};
 use crate::sim_adb::SimProcess;
 use crate::sim_clients::client_installed;
 
@@ -23,9 +22,6 @@ const APP: &str = "builtin:shop";
 /// The test password droid-mcp is given; it must reach the device and no answer.
 const SECRET: &str = "hunter2-mcp-secret";
 const TOKEN: &str = "a-bearer-token-0123456789";
-/// Bounds a wait for an answer, so that a server that never answers fails the test instead of
-/// hanging it (not a measure of speed).
-const ANSWER_WAIT: Duration = Duration::from_secs(120);
 
 /// A process killed when the test ends, however it ends.
 struct Killed(Child);
@@ -188,74 +184,18 @@ fn python_sdk_session_over_streamable_http() {
     check_session(&outcome, &truth);
 }
 
-/// A droid-mcp on stdio, spoken to line by line.
-struct StdioServer {
-    _child: Killed,
-    input: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl StdioServer {
-    /// With its crawler.db (none yet) in `dir`.
-    fn start(dir: &Path) -> StdioServer {
-        let mut child = droid("droid-mcp")
-            .arg("--db")
-            .arg(dir.join("crawler.db"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("droid-mcp starts");
-        let input = child.stdin.take().expect("stdin");
-        let output = BufReader::new(child.stdout.take().expect("stdout"));
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in output.lines().map_while(Result::ok) {
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        StdioServer {
-            _child: Killed(child),
-            input,
-            lines,
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.input, "{line}").expect("writing to droid-mcp");
-        self.input.flush().expect("flushing");
-    }
-
-    /// The next message from the server, as JSON (every line it writes must be one).
-    fn next(&self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(ANSWER_WAIT)
-            .expect("droid-mcp answers");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?} on stdout"))
-    }
-}
-
 #[test]
 fn garbage_on_stdin_gets_a_protocol_error_and_the_server_goes_on() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut server = StdioServer::start(dir.path());
-    server.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "droid-tests", "version": "0"}}})
-        .to_string(),
-    );
-    let initialized = server.next();
-    assert_eq!(initialized["id"], 1, "{initialized}");
+    let mut command = droid("droid-mcp");
+    command.arg("--db").arg(dir.path().join("crawler.db"));
+    let mut server = McpStdio::spawn(command);
+    let initialized = server.initialize("2025-11-25");
     assert_eq!(
-        initialized["result"]["protocolVersion"], "2025-11-25",
+        initialized["protocolVersion"], "2025-11-25",
         "{initialized}"
     );
-    assert_eq!(initialized["result"]["serverInfo"]["name"], "droid-mcp");
-    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(initialized["serverInfo"]["name"], "droid-mcp");
 
     // JSON of the wrong shape: an Invalid Request error.
     server.send(r#"{"jsonrpc":"2.0","id":2,"method":42}"#);
