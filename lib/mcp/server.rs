@@ -146,7 +146,7 @@ fn failure(message: String) -> CallToolResult {
 impl DroidServer {
     /// List the devices attached to the ADB server: serial, state, model, Android version,
     /// screen size, and which one this session uses. With `serial`, choose that device for
-    /// the session (observe, act and crawl use it; the session's screen graph starts anew).
+    /// the session (observe, act and crawl use it; the screens it has seen start anew).
     /// Without a choice the session uses the server's --device, else the only device attached.
     #[tool(output_schema = schema_for_output::<Devices>())]
     async fn devices(&self, Parameters(input): Parameters<DevicesInput>) -> CallToolResult {

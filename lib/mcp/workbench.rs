@@ -1,12 +1,14 @@
 //! What droid-mcp's tools do, without the protocol: a device chosen for the session, its screen
 //! observed and acted on through the stages' own code ([`Explorer`]: the capture droid-capture
 //! makes, hashed as droid-hash hashes it; actions as droid-act executes them), the screens seen
-//! kept in the decider's own graph, crawls run in the background ([`super::crawls`]), and
+//! counted by droid's screen identity (the screen key crawler.db and the reports know), crawls
+//! run in the background ([`super::crawls`]), and
 //! reports read through [`crate::report`].
 //!
 //! Every method blocks (device round trips, SQLite): the protocol side calls them off its
 //! event loop. One device operation runs at a time (the session is behind a mutex).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
@@ -18,12 +20,11 @@ use super::Error;
 use crate::act;
 use crate::adb::{AdbServer, DeviceState};
 use crate::capture::DeviceOptions;
-use crate::decide::graph::{Graph, ScreenIndex};
 use crate::device::{AdbDevice, Device, DeviceConfig};
 use crate::events::{Action, ActionResult, ActionType, Decision, DeviceInfo, Observation};
 use crate::explore::Explorer;
 use crate::report::{self, Report};
-use crate::screen::{ActionKey, Screen, ScreenModel};
+use crate::screen::ScreenKey;
 use crate::store::Store;
 
 /// What droid-mcp serves.
@@ -231,18 +232,18 @@ struct Chosen {
     info: DeviceInfo,
 }
 
-/// The last screen observed: where refs point and where an action starts from.
+/// The last screen observed: where refs point and what an action starts from.
 struct Last {
     observation: Observation,
-    model: ScreenModel,
-    index: ScreenIndex,
+    key: ScreenKey,
 }
 
-/// What one session knows: its device, its graph of screens, the last screen.
+/// What one session knows: its device, the screens it has seen (by key, with their visits), the
+/// last screen.
 #[derive(Default)]
 struct Session {
     chosen: Option<Chosen>,
-    graph: Graph,
+    seen: HashMap<ScreenKey, u32>,
     last: Option<Last>,
     observations: u64,
 }
@@ -306,7 +307,7 @@ impl Workbench {
         Ok(Devices { devices, chosen })
     }
 
-    /// Chooses the device the session acts on (its graph starts anew).
+    /// Chooses the device the session acts on (the screens seen start anew).
     pub fn choose(&self, serial: &str) -> Result<Devices, Error> {
         let chosen = Chosen::connect(self.device_config(serial))?;
         {
@@ -327,7 +328,7 @@ impl Workbench {
     }
 
     /// Captures the current screen (the capture droid-capture makes, hashed as droid-hash
-    /// does) and notes it in the session's graph.
+    /// does) and counts it among the session's screens.
     pub fn observe(&self) -> Result<Snapshot, Error> {
         let mut session = self.session();
         let observed = self.observe_in(&mut session)?;
@@ -366,17 +367,18 @@ impl Workbench {
             .observe(step)
             .map_err(Error::Capture)?;
         let serial = chosen.device.serial().to_string();
-        let screen = Screen::with_model(&observation, &model);
-        let seen_before = session.graph.find(model.key()).is_some();
-        let index = session.graph.observe(&screen);
+        let key = model.key().clone();
+        let visits = session.seen.entry(key.clone()).or_insert(0);
+        *visits += 1;
+        let visits = *visits;
         let observed = Observed {
             serial,
             package: observation.package.clone(),
             activity: observation.activity.clone(),
-            screen_key: model.key().as_str().to_string(),
-            seen_before,
-            visits: session.graph.visits(index),
-            screens_seen: session.graph.screen_count(),
+            screen_key: key.as_str().to_string(),
+            seen_before: visits > 1,
+            visits,
+            screens_seen: session.seen.len(),
             tree: observation.tree.clone().unwrap_or_default(),
             screen_size: observation.screen_size,
             secure: observation.flags.secure,
@@ -385,11 +387,7 @@ impl Workbench {
             xml_path: observation.xml_path.clone(),
             image: None,
         };
-        session.last = Some(Last {
-            observation,
-            model,
-            index,
-        });
+        session.last = Some(Last { observation, key });
         Ok(observed)
     }
 
@@ -452,24 +450,11 @@ impl Workbench {
             Planned::Verb(verb) => act::run_verb(&self.config.act, &chosen.device, verb)
                 .map_err(|e| Error::Action(crate::filter::Chain(&e).to_string()))?,
         };
-        // Where it started from, and how the graph names what was done there.
-        let from = session.last.as_ref().map(|last| {
-            let screen = Screen::with_model(&last.observation, &last.model);
-            let key = match &planned {
-                Planned::Decision(action) => screen.key_of(action),
-                Planned::Verb(act::Verb::Key(name)) if name == "back" => Some(ActionKey::back()),
-                Planned::Verb(_) => None,
-            };
-            (last.index, last.model.key().as_str().to_string(), key)
-        });
+        let previous_key = session
+            .last
+            .as_ref()
+            .map(|last| last.key.as_str().to_string());
         let observed = self.observe_in(&mut session)?;
-        if let (Some((index, _, Some(key))), Some(last)) = (&from, &session.last) {
-            if result.success {
-                let to = last.index;
-                session.graph.record_edge(*index, key, to, false);
-            }
-        }
-        let previous_key = from.map(|(_, key, _)| key);
         Ok(Acted {
             changed: previous_key.as_deref() != Some(observed.screen_key.as_str()),
             previous_key,
@@ -700,6 +685,12 @@ mod tests {
             package: None,
             duration_ms: None,
         }
+    }
+
+    #[test]
+    fn the_workbench_is_shared_by_the_protocols_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Workbench>();
     }
 
     #[test]
