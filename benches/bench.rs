@@ -24,6 +24,8 @@ mod crawl;
 mod explore;
 #[path = "../tests/support/stand_in.rs"]
 mod stand_in;
+#[path = "../tests/support/mcp_stdio.rs"]
+mod mcp_stdio;
 
 // The binaries' allocator (bins/common), so the figures are those the binaries give.
 #[global_allocator]
@@ -51,6 +53,7 @@ const SECTIONS: &[(&str, fn())] = &[
     ("misses", misses),
     ("collisions", collisions),
     ("report", report),
+    ("mcp", mcp),
 ];
 
 /// The headline figures of the sections that ran, by section: `--json=FILE` writes them.
@@ -1786,4 +1789,145 @@ fn report() {
         );
     }
     println!("\nload + the slowest format (target: <= 2000 ms for 1 000 steps)");
+}
+
+/// One of this package's binaries, which `cargo bench` builds beside the bench.
+fn binary(name: &str) -> std::process::Command {
+    let path = match name {
+        "droid-capture" => env!("CARGO_BIN_EXE_droid-capture"),
+        "droid-hash" => env!("CARGO_BIN_EXE_droid-hash"),
+        "droid-act" => env!("CARGO_BIN_EXE_droid-act"),
+        "droid-mcp" => env!("CARGO_BIN_EXE_droid-mcp"),
+        other => panic!("no binary {other}"),
+    };
+    let mut command = std::process::Command::new(path);
+    command
+        .env_remove("ANDROID_SERIAL")
+        .env_remove("ADB_SERVER_SOCKET");
+    command
+}
+
+/// Runs `command` to its end with nothing on stdin: its stdout (it must succeed).
+fn run_binary(mut command: std::process::Command) -> Vec<u8> {
+    let output = command
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running a droid binary");
+    assert!(output.status.success(), "{command:?}: {output:?}");
+    output.stdout
+}
+
+/// droid-mcp's observe and act through MCP (stdio, droid-mcp's own JSON-RPC lines) against
+/// droid-sim with realistic latency, next to droid-capture, droid-hash and droid-act run as
+/// processes, as a shell loop or an agent calling them would: medians of each. An MCP `act` also
+/// captures the screen it led to (its answer names the new screen's key), so it is set against
+/// droid-act followed by droid-capture | droid-hash.
+fn mcp() {
+    use droid::sim::{fault::Latency, Sim, SimConfig};
+    const RUNS: usize = 11;
+    let mut config = SimConfig::new("builtin:shop");
+    config.latency = Latency::Realistic;
+    let sim = Sim::start(config).expect("simulator");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let captures = dir.path().join("captures");
+    let device = [
+        "--adb-port".to_string(),
+        sim.port().to_string(),
+        "--device".into(),
+        sim.serial().to_string(),
+    ];
+    // The launcher's empty middle: a tap there changes nothing, so every run sees one screen.
+    let (x, y) = (540, 1500);
+    let capture = || {
+        let mut command = binary("droid-capture");
+        command.args(&device).arg("--out").arg(&captures);
+        command
+    };
+    let captured = median(RUNS, || run_binary(capture()));
+    let keyed = || {
+        let observation = run_binary(capture());
+        let mut hash = binary("droid-hash");
+        hash.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = hash.spawn().expect("droid-hash starts");
+        {
+            use std::io::Write;
+            let mut input = child.stdin.take().expect("stdin");
+            input.write_all(&observation).expect("feeding droid-hash");
+        }
+        let output = child.wait_with_output().expect("droid-hash ends");
+        assert!(output.status.success(), "droid-hash: {output:?}");
+        output.stdout
+    };
+    let hashed = median(RUNS, keyed);
+    let tap = || {
+        let mut command = binary("droid-act");
+        command
+            .args(&device)
+            .args(["tap", &x.to_string(), &y.to_string()]);
+        run_binary(command)
+    };
+    let tapped = median(RUNS, tap);
+    let tapped_and_keyed = median(RUNS, || (tap(), keyed()));
+
+    let mut args = device.to_vec();
+    args.push("--captures".into());
+    args.push(captures.to_string_lossy().into_owned());
+    args.push("--db".into());
+    args.push(dir.path().join("crawler.db").to_string_lossy().into_owned());
+    let mut command = binary("droid-mcp");
+    command.args(&args);
+    let mut server = mcp_stdio::McpStdio::spawn(command);
+    server.initialize("2025-11-25");
+    let first = server.call("observe", serde_json::json!({}));
+    let observed = median(RUNS, || server.call("observe", serde_json::json!({})));
+    let acted = median(RUNS, || {
+        let acted = server.call("act", serde_json::json!({"action": "tap", "x": x, "y": y}));
+        assert_eq!(
+            acted["changed"], false,
+            "the tap changed the screen: {acted}"
+        );
+        acted
+    });
+    let last = server.call("observe", serde_json::json!({}));
+    assert_eq!(
+        first["screen_key"], last["screen_key"],
+        "one screen throughout"
+    );
+    drop(server);
+
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("| builtin:shop, latency realistic, medians of {RUNS} | ms |\n|---|---:|");
+    for (what, time) in [
+        (
+            "droid-capture (a process: connect, capture, exit)",
+            captured,
+        ),
+        ("droid-capture \\| droid-hash (the screen key)", hashed),
+        (
+            "MCP `observe` (capture, key, downscaled screenshot in the answer)",
+            observed,
+        ),
+        ("droid-act tap X Y (a process)", tapped),
+        (
+            "droid-act tap, then droid-capture \\| droid-hash",
+            tapped_and_keyed,
+        ),
+        (
+            "MCP `act` tap (the tap, then the new screen captured and keyed)",
+            acted,
+        ),
+    ] {
+        println!("| {what} | {:.1} |", ms(time));
+    }
+    for (name, time) in [
+        ("capture_ms", captured),
+        ("capture_hash_ms", hashed),
+        ("observe_ms", observed),
+        ("act_direct_ms", tapped),
+        ("act_then_capture_hash_ms", tapped_and_keyed),
+        ("act_ms", acted),
+    ] {
+        figure("mcp", name, serde_json::json!(round3(ms(time))));
+    }
 }

@@ -32,7 +32,8 @@ use droid::events::{Event, EventWriter};
         droid-act swipe 540 1800 540 600 300\n  \
         droid-act text \"hello world\"\n  \
         droid-act --device emulator-5554 key enter\n  \
-        droid-act launch com.example.app"
+        droid-act launch com.example.app\n  \
+        droid-act stop com.example.app"
 )]
 struct Args {
     #[command(flatten)]
@@ -75,6 +76,8 @@ enum VerbArgs {
     Home,
     /// Launch an app by package name
     Launch { package: String },
+    /// Force-stop an app by package name
+    Stop { package: String },
 }
 
 impl From<VerbArgs> for Verb {
@@ -88,6 +91,7 @@ impl From<VerbArgs> for Verb {
             VerbArgs::Back => Verb::Back,
             VerbArgs::Home => Verb::Home,
             VerbArgs::Launch { package } => Verb::Launch(package),
+            VerbArgs::Stop { package } => Verb::Stop(package),
         }
     }
 }

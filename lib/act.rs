@@ -579,6 +579,8 @@ pub enum Verb {
     Back,
     Home,
     Launch(String),
+    /// Force-stop an app.
+    Stop(String),
 }
 
 /// Runs one verb and describes it as a `result` (text typed is never echoed).
@@ -649,6 +651,10 @@ pub fn run_verb(
         Verb::Launch(package) => {
             device.launch(package)?;
             ("launch", package.clone(), None)
+        }
+        Verb::Stop(package) => {
+            device.force_stop(package)?;
+            ("stop", package.clone(), None)
         }
     };
     let foreground = device.foreground().ok();

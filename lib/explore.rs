@@ -35,12 +35,22 @@ impl<'d> Explorer<'d> {
         capture: DeviceOptions,
         act: act::Config,
     ) -> Result<Explorer<'d>, DeviceError> {
-        Ok(Explorer {
-            info: device.info()?,
+        Ok(Explorer::with_info(device, device.info()?, capture, act))
+    }
+
+    /// [`Explorer::new`] with what the device is already known (asked once by the caller).
+    pub fn with_info(
+        device: &'d dyn Device,
+        info: DeviceInfo,
+        capture: DeviceOptions,
+        act: act::Config,
+    ) -> Explorer<'d> {
+        Explorer {
+            info,
             device,
             capture,
             act,
-        })
+        }
     }
 
     pub fn device(&self) -> &'d dyn Device {
@@ -72,6 +82,15 @@ impl<'d> Explorer<'d> {
 
     /// Executes a decision on the screen it was made for.
     pub fn act(&self, decision: &Decision, observation: &Observation) -> Vec<ActionResult> {
-        act::execute_decision(&self.act, self.device, decision, Some(observation))
+        self.act_on(decision, Some(observation))
+    }
+
+    /// [`Explorer::act`] where no screen may have been observed yet (targets by point only).
+    pub fn act_on(
+        &self,
+        decision: &Decision,
+        observation: Option<&Observation>,
+    ) -> Vec<ActionResult> {
+        act::execute_decision(&self.act, self.device, decision, observation)
     }
 }

@@ -18,6 +18,7 @@ pub mod filter;
 pub mod fixtures;
 pub mod hash;
 pub mod integrations;
+pub mod mcp;
 pub mod record;
 pub mod report;
 pub mod repro;

@@ -327,7 +327,7 @@ fn short_class(class: &str) -> &str {
 
 /// Loads the screenshot, downscales it to at most [`MAX_IMAGE_SIDE`] and says how to map the
 /// image's pixels back to the device's.
-fn screenshot(observation: &Observation) -> Result<(PromptImage, Scale), String> {
+pub fn screenshot(observation: &Observation) -> Result<(PromptImage, Scale), String> {
     let path = observation
         .screenshot_path
         .as_deref()

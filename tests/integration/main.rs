@@ -24,6 +24,9 @@ mod explore;
 mod fuzz;
 mod hash;
 mod integrations;
+mod mcp_server;
+#[path = "../support/mcp_stdio.rs"]
+mod mcp_stdio;
 mod media;
 mod model_runs;
 mod one_graph;

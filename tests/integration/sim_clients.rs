@@ -26,7 +26,7 @@ const LAUNCHER: &str = "com.android.launcher3";
 const BROWSER: &str = "com.android.chrome";
 
 /// True when `python3` can import `module`; `false` (after a notice) when the test may skip.
-fn client_installed(module: &str) -> bool {
+pub(crate) fn client_installed(module: &str) -> bool {
     let found = Command::new("python3")
         .args(["-c", &format!("import {module}")])
         .stdout(Stdio::null())
