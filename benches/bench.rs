@@ -22,10 +22,10 @@ mod coverage_tables;
 mod crawl;
 #[path = "../tests/support/explore.rs"]
 mod explore;
-#[path = "../tests/support/stand_in.rs"]
-mod stand_in;
 #[path = "../tests/support/mcp_stdio.rs"]
 mod mcp_stdio;
+#[path = "../tests/support/stand_in.rs"]
+mod stand_in;
 
 // The binaries' allocator (bins/common), so the figures are those the binaries give.
 #[global_allocator]
