@@ -1351,7 +1351,7 @@ fn demand(
 /// package a heuristic run showed, the keys they had, and for each key that more than one
 /// screen shared, which elements' texts or checked states differ between them.
 fn collisions() {
-    use droid::screen::ScreenKey;
+    use droid::screen::{Details, ScreenKey};
     let only = env_list("APP");
     let per_screen: u64 = env_number("PER_SCREEN", 3);
     for app in explore::app_models()
@@ -1388,37 +1388,19 @@ fn collisions() {
                 "- {key}: {}",
                 screens.keys().cloned().collect::<Vec<_>>().join(", ")
             );
-            let describe = |o: &droid::events::Observation| -> BTreeMap<String, String> {
-                let mut seen: BTreeMap<String, u32> = BTreeMap::new();
-                o.elements
-                    .iter()
-                    .map(|e| {
-                        let slot = format!("{}|{}", e.class_name, e.resource_id);
-                        let n = seen.entry(slot.clone()).or_default();
-                        *n += 1;
-                        (
-                            format!("{slot}#{n}"),
-                            format!(
-                                "{:?} {:?} c={} s={}",
-                                e.text, e.content_desc, e.checked, e.selected
-                            ),
-                        )
-                    })
-                    .collect()
-            };
-            let all: Vec<_> = screens.values().map(describe).collect();
-            let mut slots: BTreeSet<&String> = BTreeSet::new();
-            for a in &all {
-                slots.extend(a.keys());
-            }
+            // What the graph would tell the states apart by: the slots any of them shows
+            // otherwise than the first.
+            let all: Vec<Details> = screens.values().map(|o| Details::of(&o.elements)).collect();
+            let slots: BTreeSet<&String> = all
+                .iter()
+                .flat_map(|other| all[0].differing(other))
+                .collect();
             for slot in slots {
                 let values: Vec<String> = all
                     .iter()
-                    .map(|a| a.get(slot).cloned().unwrap_or_else(|| "-".into()))
+                    .map(|d| d.get(slot).map_or("-".into(), |v| format!("{v:?}")))
                     .collect();
-                if values.iter().any(|v| *v != values[0]) {
-                    println!("    {slot}: {}", values.join(" / "));
-                }
+                println!("    {slot}: {}", values.join(" / "));
             }
         }
         println!();

@@ -232,7 +232,6 @@ impl Graph {
         tally
     }
 
-    /// The identity of a screen of the graph.
     /// The app's own states holding actions not tried, each with where its untried actions'
     /// widgets were last seen (read-only: what a model is told of what is left).
     pub fn untried_states(&self) -> Vec<(&ScreenKey, Vec<&Place>)> {
@@ -246,6 +245,7 @@ impl Graph {
             .collect()
     }
 
+    /// The identity of a screen of the graph (the key all its states share).
     pub fn key(&self, screen: ScreenIndex) -> Option<&ScreenKey> {
         self.screens.get(screen).map(|s| &s.key)
     }
