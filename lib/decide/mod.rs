@@ -775,6 +775,7 @@ impl Stage {
         };
         let mut decision = decision;
         decision.explored = self.explored();
+        decision.state = self.heuristic.screen_state().map(Box::new);
         self.stuck_reason = None;
         events.push(Event::Decision(decision.clone()));
         self.last = Some((decision, observation.clone()));

@@ -362,8 +362,26 @@ pub struct Decision {
     /// back to the app's first state. Empty: the package of the observation decided on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relaunch: Option<String>,
+    /// The state of its screen the decision was made in, when the decider's graph holds the
+    /// screen in more than one state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Box<ScreenState>>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// A state of a screen, as the exploration graph tells the states of one screen key apart by
+/// what actions did there (docs/screen.md, "States of one key").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ScreenState {
+    /// The state's identity among its screen's states: a digest of `shows`.
+    pub key: String,
+    /// How many states the graph holds the screen in.
+    pub states: usize,
+    /// What tells the state apart: per slot (an element's class, resource id and place among the
+    /// elements alike), what the element there shows (its text, else its description, and
+    /// `[checked]`); null where the state has no element in that slot.
+    pub shows: std::collections::BTreeMap<String, Option<String>>,
 }
 
 impl Decision {
@@ -397,6 +415,7 @@ impl Decision {
             explored: false,
             ai: None,
             relaunch: None,
+            state: None,
             extra: Extra::new(),
         }
     }

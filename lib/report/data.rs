@@ -77,6 +77,9 @@ pub struct ReportedScreen {
     pub first_step: i64,
     pub widget_actions: i64,
     pub widget_actions_tried: i64,
+    /// The states of the screen the run's steps were taken in, as the exploration graph told
+    /// them apart by what actions did there; 0 when it held the screen as one state.
+    pub states: i64,
 }
 
 /// A transition of the run.
@@ -214,6 +217,9 @@ pub struct Coverage {
     /// `widget_actions_tried / widget_actions`, in percent.
     pub action_coverage_percent: f64,
     pub screens_with_unexplored_elements: usize,
+    /// Screens the exploration graph held in more than one state, and those states.
+    pub screens_with_states: usize,
+    pub states_told_apart: i64,
     /// `[step, unique screens seen up to it]`, one point per step.
     pub discovery: Vec<[i64; 2]>,
 }
@@ -289,6 +295,7 @@ impl Report {
                 first_step: s.first_step,
                 widget_actions: s.widget_actions,
                 widget_actions_tried: s.widget_actions_tried,
+                states: s.states,
             })
             .collect();
         let transitions: Vec<Transition> = store
@@ -608,6 +615,12 @@ fn coverage(screens: &[ReportedScreen], steps: &[ReportedStep]) -> Coverage {
             .iter()
             .filter(|s| s.widget_actions_tried < s.widget_actions)
             .count(),
+        screens_with_states: screens.iter().filter(|s| s.states > 1).count(),
+        states_told_apart: screens
+            .iter()
+            .filter(|s| s.states > 1)
+            .map(|s| s.states)
+            .sum(),
         discovery,
     }
 }

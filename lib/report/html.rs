@@ -331,7 +331,7 @@ impl Page {
         for screen in &report.screens {
             let _ = write!(
                 self.body,
-                "<div class=\"screen\" id=\"screen-{}\">{}<div class=\"name\">{}</div><div>{} visit{}, first at step {}</div><div>{} of {} widget actions tried</div><div class=\"label\">{}</div></div>",
+                "<div class=\"screen\" id=\"screen-{}\">{}<div class=\"name\">{}</div><div>{} visit{}, first at step {}</div><div>{} of {} widget actions tried{}</div><div class=\"label\">{}</div></div>",
                 screen.id,
                 self.shot(Some(screen.id), "thumb"),
                 escape(&clean(&screen.name)),
@@ -340,6 +340,10 @@ impl Page {
                 screen.first_step,
                 screen.widget_actions_tried,
                 screen.widget_actions,
+                match screen.states {
+                    n if n > 1 => format!(" in {n} states"),
+                    _ => String::new(),
+                },
                 escape(&clean(screen.activity.as_deref().unwrap_or(&screen.key)))
             );
         }

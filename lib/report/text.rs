@@ -76,6 +76,15 @@ pub fn render(report: &Report) -> String {
         ),
     );
     let c = &report.coverage;
+    if c.screens_with_states > 0 {
+        out.field(
+            "States",
+            &format!(
+                "{} screens held in {} states, told apart by what actions did there",
+                c.screens_with_states, c.states_told_apart
+            ),
+        );
+    }
     out.field(
         "Coverage",
         &format!(

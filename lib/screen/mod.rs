@@ -175,6 +175,19 @@ impl Details {
         self.0.get(slot).map(String::as_str)
     }
 
+    /// What the slot shows, for a person: the element's text, else its description, and
+    /// `[checked]` when it is (`None`: no element there).
+    pub fn describe(&self, slot: &str) -> Option<String> {
+        let mut parts = self.get(slot)?.split('\u{1f}');
+        let (text, desc) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let words = if text.is_empty() { desc } else { text };
+        Some(match parts.next() {
+            Some(_) if words.is_empty() => "[checked]".to_string(),
+            Some(_) => format!("{words} [checked]"),
+            None => words.to_string(),
+        })
+    }
+
     /// The slots that show something else in `other` (or are only in one of the two).
     pub fn differing<'a>(&'a self, other: &'a Details) -> impl Iterator<Item = &'a String> {
         let mine = self
@@ -627,6 +640,16 @@ mod tests {
         );
         assert_eq!(differing(shorter), ["android.widget.TextView|#1"]);
         assert_eq!(base.get("android.widget.Button|#1"), Some("Sign in\u{1f}"));
+        // For a person: the words, and whether the element is checked.
+        assert_eq!(
+            base.describe("android.widget.Button|#1").as_deref(),
+            Some("Sign in")
+        );
+        let ticked =
+            details(&FORM.replace("checkable=\"true\"", "checkable=\"true\" checked=\"true\""));
+        let check_box = ticked.describe("android.widget.CheckBox|#1").unwrap();
+        assert!(check_box.ends_with("[checked]"), "{check_box}");
+        assert_eq!(base.describe("android.widget.Switch|#9"), None);
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(crate) struct StepRow {
     pub reasoning: Option<String>,
     pub was_retried: bool,
     pub retry_count: u32,
+    /// The `screen_states` row of the state the step's decision was made in.
+    pub state_id: Option<i64>,
 }
 
 /// One `graph_persistence_outcomes` row: the screen a step observed, what led on, and where.
@@ -170,8 +172,8 @@ impl Held {
                 "INSERT INTO step_logs (run_id, step_number, timestamp, from_screen_id,
                  to_screen_id, action_type, action_description, target_bbox_json, input_text,
                  execution_success, error_message, action_duration_ms, ai_response_time_ms,
-                 ai_reasoning, was_retried, retry_count)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 ai_reasoning, was_retried, retry_count, state_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -190,7 +192,8 @@ impl Held {
                     r.ai_latency_ms,
                     r.reasoning,
                     r.was_retried,
-                    r.retry_count
+                    r.retry_count,
+                    r.state_id
                 ])
             })
             .ctx("recording a step")?;

@@ -8,7 +8,7 @@ use super::held::{Held, OutcomeRow, StepRow};
 use super::stats::{self, Tally};
 use super::{stable_id, Context, Error, Result};
 use crate::events::{
-    ActionResult, ActionType, AiMeta, Decision, Event, Note, NoteKind, Observation,
+    ActionResult, ActionType, AiMeta, Decision, Event, Note, NoteKind, Observation, ScreenState,
 };
 use crate::screen::{self, ActionKey, Screen, ScreenModel};
 
@@ -76,6 +76,8 @@ struct StepState {
     screen_key: String,
     screenshot: Option<String>,
     decision: Option<Decision>,
+    /// The `screen_states` row of the state the decision was made in.
+    state_id: Option<i64>,
     /// The step's last successful action: (action id, verb).
     last_action: Option<(String, String)>,
     /// The step's actions with a key in the graph that were taken, in order.
@@ -291,6 +293,7 @@ impl Projector {
             screen_key,
             screenshot: o.screenshot_path.clone(),
             decision: None,
+            state_id: None,
             last_action: None,
             taken: Vec::new(),
         });
@@ -308,6 +311,9 @@ impl Projector {
         let screenshot = match state.current.as_mut() {
             Some(current) if d.step.is_none_or(|s| s == current.step) => {
                 current.decision = Some(d.clone());
+                if let Some(shown) = &d.state {
+                    current.state_id = Some(record_state(conn, run_id, current, shown)?);
+                }
                 current.screenshot.clone()
             }
             _ => None,
@@ -366,6 +372,7 @@ impl Projector {
                 .or_else(|| decision.as_ref().and_then(|d| d.ts.clone()))
                 .unwrap_or_default();
         let from_screen = current.as_ref().map(|c| c.screen_id);
+        let current_state = current.as_ref().and_then(|c| c.state_id);
         let resolved = match current.as_ref() {
             Some(current) => Some(resolve(&mut self.screens, conn, current, planned, r)?),
             None => None,
@@ -445,9 +452,34 @@ impl Projector {
             reasoning: planned.and_then(|a| a.reasoning.clone()),
             was_retried: ai.is_some_and(|a| a.retries > 0),
             retry_count: ai.map_or(0, |a| a.retries),
+            state_id: current_state,
         });
         Ok(())
     }
+}
+
+/// The `screen_states` row of the state of the step's screen a decision names (inserted the first
+/// time the state is named, counted each time after).
+fn record_state(
+    conn: &Connection,
+    run_id: i64,
+    step: &StepState,
+    shown: &ScreenState,
+) -> Result<i64> {
+    let shows = serde_json::to_string(&shown.shows).unwrap_or_default();
+    conn.prepare_cached(
+        "INSERT INTO screen_states (screen_id, state_key, shows_json, first_seen_run_id,
+         first_seen_step, seen_count) VALUES (?1, ?2, ?3, ?4, ?5, 1)
+         ON CONFLICT(screen_id, state_key) DO UPDATE SET seen_count = seen_count + 1
+         RETURNING id",
+    )
+    .and_then(|mut s| {
+        s.query_row(
+            params![step.screen_id, shown.key, shows, run_id, step.step as i64],
+            |r| r.get(0),
+        )
+    })
+    .ctx("recording a screen's state")
 }
 
 /// Where an executed action belongs: its key as the decider's graph has it, its row's verb and
@@ -853,6 +885,7 @@ fn load_run_projection(conn: &Connection, run_id: i64) -> Result<RunProjection> 
                     screen_key: r.get(2)?,
                     screenshot: r.get(3)?,
                     decision: None,
+                    state_id: None,
                     last_action: None,
                     taken: Vec::new(),
                 })
@@ -890,7 +923,19 @@ fn resume_step(conn: &Connection, run_id: i64, mut current: StepState) -> Result
     let mut screens = HashMap::new();
     for line in lines {
         match Event::from_line(&line) {
-            Ok(Some(Event::Decision(decision))) => current.decision = Some(decision),
+            Ok(Some(Event::Decision(decision))) => {
+                if let Some(shown) = &decision.state {
+                    current.state_id = conn
+                        .query_row(
+                            "SELECT id FROM screen_states WHERE screen_id = ?1 AND state_key = ?2",
+                            params![current.screen_id, shown.key],
+                            |r| r.get(0),
+                        )
+                        .optional()
+                        .ctx("loading a step's state")?;
+                }
+                current.decision = Some(decision);
+            }
             Ok(Some(Event::Result(result))) if result.success => {
                 let decision = current.decision.clone();
                 let planned = decision
@@ -989,6 +1034,8 @@ mod tests {
                     error: Some("timed out".into()),
                     ..AiMeta::default()
                 }),
+                // One screen is held in two states, taken in turns.
+                state: (step % 4 == 2).then(|| Box::new(state_named(&format!("{}", step % 8)))),
                 ..Decision::new(actions)
             }));
             for index in 0..n {
@@ -1007,6 +1054,51 @@ mod tests {
         events
     }
 
+    /// A state of two its screen is held in, told apart by what one label shows.
+    fn state_named(shows: &str) -> ScreenState {
+        ScreenState {
+            key: format!("{shows:0>16}"),
+            states: 2,
+            shows: [("android.widget.TextView|#1".to_string(), Some(shows.into()))].into(),
+        }
+    }
+
+    #[test]
+    fn a_decisions_state_is_a_row_of_its_screen_and_its_steps_point_at_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("c.db")).unwrap();
+        feed(&store, batches(1..=11));
+        // Steps 2, 6 and 10 were on one screen, in states "2", "6" and "2".
+        let states = table(
+            &store,
+            "SELECT s.state_key, s.shows_json, s.first_seen_step, s.seen_count, COUNT(l.id)
+             FROM screen_states s LEFT JOIN step_logs l ON l.state_id = s.id
+             GROUP BY s.id ORDER BY s.id",
+        );
+        use rusqlite::types::Value::{Integer, Text};
+        let row = |key: &str, shows: &str, first: i64, seen: i64, steps: i64| {
+            vec![
+                Text(format!("{key:0>16}")),
+                Text(format!("{{\"android.widget.TextView|#1\":\"{shows}\"}}")),
+                Integer(first),
+                Integer(seen),
+                Integer(steps),
+            ]
+        };
+        // Each of the two actions of a step points at its state.
+        assert_eq!(states, vec![row("2", "2", 2, 2, 4), row("6", "6", 6, 1, 2)]);
+        let same_screen = table(
+            &store,
+            "SELECT COUNT(DISTINCT screen_id) FROM screen_states",
+        );
+        assert_eq!(same_screen, vec![vec![Integer(1)]]);
+        let run = store.latest_run().unwrap().unwrap();
+        let screens = store.run_screens(&run).unwrap();
+        let held: Vec<i64> = screens.iter().map(|s| s.states).collect();
+        assert_eq!(held.iter().filter(|&&n| n == 2).count(), 1, "{held:?}");
+        assert!(held.iter().all(|&n| n == 0 || n == 2), "{held:?}");
+    }
+
     fn table(store: &Store, sql: &str) -> Vec<Vec<rusqlite::types::Value>> {
         let mut stmt = store.conn.prepare(sql).unwrap();
         let columns = stmt.column_count();
@@ -1023,6 +1115,7 @@ mod tests {
             "SELECT * FROM transitions ORDER BY id",
             "SELECT * FROM edges ORDER BY edge_id",
             "SELECT * FROM run_stats",
+            "SELECT * FROM screen_states ORDER BY id",
         ]
         .into_iter()
         .map(|sql| table(store, sql))

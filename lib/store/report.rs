@@ -46,6 +46,9 @@ pub struct ScreenRow {
     pub widget_actions: i64,
     /// Of those, attempted in this run.
     pub widget_actions_tried: i64,
+    /// The screen's states the run's steps were taken in, as the decider's graph told them
+    /// apart (`screen_states`); 0 when it held the screen as one state.
+    pub states: i64,
 }
 
 /// A transition of the run: `count` times `action_type` on `from` led to `to`.
@@ -216,7 +219,9 @@ impl Store {
                    (SELECT COUNT(*) FROM actions a WHERE a.screen_id = s.id AND a.target_key <> ''),
                    (SELECT COUNT(*) FROM actions a JOIN action_execution_coverage c
                       ON c.action_id = a.action_id AND c.run_id = ?1
-                    WHERE a.screen_id = s.id AND a.target_key <> '' AND c.attempted_count > 0)
+                    WHERE a.screen_id = s.id AND a.target_key <> '' AND c.attempted_count > 0),
+                   (SELECT COUNT(DISTINCT l.state_id) FROM step_logs l
+                    WHERE l.run_id = ?1 AND l.from_screen_id = s.id)
                  FROM (SELECT screen_id, COUNT(*) visits, MIN(step_ordinal) first_step
                        FROM graph_persistence_outcomes WHERE run_id = ?1 GROUP BY screen_id) v
                  JOIN screens s ON s.id = v.screen_id
@@ -235,6 +240,7 @@ impl Store {
                     first_step: r.get(6)?,
                     widget_actions: r.get(7)?,
                     widget_actions_tried: r.get(8)?,
+                    states: r.get(9)?,
                 })
             })
             .ctx("reading screens")?;

@@ -9,7 +9,8 @@
 //! ANR notes the reports group by signature. Migration 6 counts the decisions the heuristic made
 //! because a model failed. Migration 7 tells replays from crawls (`runs.kind`, the run a replay
 //! replays and why) and keeps the minimisations of crashes and ANRs. Migration 8 keeps what each model call
-//! cost and the run's total. A database is never downgraded: one with a newer version than
+//! cost and the run's total. Migration 9 keeps the states of a screen the decider's graph told apart
+//! (`screen_states`) and the state each step was taken in. A database is never downgraded: one with a newer version than
 //! [`LATEST`] is refused.
 
 /// Migrations in order; migration `i` brings the schema from version `i` to `i + 1`.
@@ -22,6 +23,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     FALLBACKS,
     REPLAYS,
     MODEL_COST,
+    STATES,
 ];
 
 /// The schema version this build writes.
@@ -333,6 +335,7 @@ pub(crate) const PROJECTION_TABLES: &[&str] = &[
     "ai_interactions",
     "transitions",
     "step_logs",
+    "screen_states",
     "screens",
 ];
 
@@ -340,4 +343,22 @@ pub(crate) const PROJECTION_TABLES: &[&str] = &[
 const MODEL_COST: &str = r#"
 ALTER TABLE ai_interactions ADD COLUMN cost REAL;
 ALTER TABLE run_stats ADD COLUMN total_ai_cost REAL;
+"#;
+
+// The states of a screen the decider's graph told apart by what actions did there, and the
+// state each step's action was taken in.
+const STATES: &str = r#"
+CREATE TABLE screen_states (
+    id INTEGER PRIMARY KEY,
+    screen_id INTEGER NOT NULL,
+    state_key TEXT NOT NULL,
+    shows_json TEXT NOT NULL,
+    first_seen_run_id INTEGER NOT NULL,
+    first_seen_step INTEGER NOT NULL,
+    seen_count INTEGER NOT NULL DEFAULT 1,
+    FOREIGN KEY (screen_id) REFERENCES screens(id),
+    FOREIGN KEY (first_seen_run_id) REFERENCES runs(id),
+    UNIQUE(screen_id, state_key)
+);
+ALTER TABLE step_logs ADD COLUMN state_id INTEGER REFERENCES screen_states(id);
 "#;

@@ -677,9 +677,11 @@ mod tests {
         assert_eq!(again, page);
         let went = graph.observe(&Screen::of(&screen("Z", "0", &["Z"])));
         graph.record_edge(page, &click("B"), went, false);
-        // The label shows "two": the same key, the same state so far.
+        // The label shows "two": the same key, the same state so far; a decision names no
+        // state of a key held as one.
         assert_eq!(graph.observe(&Screen::of(&two)), page);
         assert_eq!(graph.tally().states, 3);
+        assert_eq!(graph.screen_state(page), None);
         // "A" shows Y this time: what the label showed tells the two visits apart, and the
         // outcome belongs to the state the label says "two" in, with its own untried "B".
         let to_y = graph.observe(&Screen::of(&y));
@@ -692,6 +694,17 @@ mod tests {
         assert_eq!(graph.follow(page, &click("A")), Some(to_x));
         assert!(graph.is_tried(page, &click("B")));
         assert!(!graph.is_tried(split, &click("B")));
+        // Each state is named by what tells it apart, as decisions and crawler.db name it.
+        let (first, second) = (graph.screen_state(page), graph.screen_state(split));
+        let (first, second) = (first.unwrap(), second.unwrap());
+        let slot = "android.widget.TextView|id/status#1".to_string();
+        assert_eq!(
+            first.shows,
+            BTreeMap::from([(slot.clone(), Some("one".into()))])
+        );
+        assert_eq!(second.shows, BTreeMap::from([(slot, Some("two".into()))]));
+        assert_ne!(first.key, second.key);
+        assert_eq!((first.states, second.states), (2, 2));
         assert_eq!(graph.observe(&Screen::of(&one)), page);
         let left = graph.tally();
         assert_eq!(left.states, 5);

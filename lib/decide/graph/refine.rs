@@ -19,7 +19,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use sha2::{Digest, Sha256};
+
 use super::{Graph, Node, ScreenIndex};
+use crate::events::ScreenState;
 use crate::screen::{ActionKey, Details, ScreenKey};
 
 /// The most states one key is split into: a list of many pages, a field that shows a clock,
@@ -271,6 +274,32 @@ impl Graph {
         for (id, _) in self.shown.iter_mut().chain(self.before.iter_mut()) {
             *id = remap(*id);
         }
+    }
+
+    /// The state `screen` is, as a decision names it: `None` while its key is one state.
+    pub fn screen_state(&self, screen: ScreenIndex) -> Option<ScreenState> {
+        let node = self.screens.get(screen)?;
+        let states = self.by_key.get(&node.key).filter(|s| s.is_split())?;
+        let shows: BTreeMap<String, Option<String>> = states
+            .slots
+            .iter()
+            .map(|slot| (slot.clone(), node.details.describe(slot)))
+            .collect();
+        let mut hasher = Sha256::new();
+        for slot in &states.slots {
+            hasher.update(slot.as_bytes());
+            hasher.update([0]);
+            // Raw values: two states may describe alike (a text and a description).
+            hasher.update(node.details.get(slot).map_or(&[1][..], str::as_bytes));
+            hasher.update([0]);
+        }
+        let digest = hasher.finalize();
+        let key = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        Some(ScreenState {
+            key,
+            states: states.count(),
+            shows,
+        })
     }
 
     /// How many states the graph tells apart beyond its keys: states of split keys but for

@@ -194,6 +194,13 @@ impl Heuristic {
         &self.graph
     }
 
+    /// The state of its screen the last observation showed, when the graph holds that screen
+    /// in more than one state (see [`Graph::screen_state`]).
+    pub fn screen_state(&self) -> Option<crate::events::ScreenState> {
+        self.current
+            .and_then(|screen| self.graph.screen_state(screen))
+    }
+
     /// Whether the screen is another app's (allowed or not).
     fn is_other_app(&self, shown: &Screen) -> bool {
         matches!(
