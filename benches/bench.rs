@@ -1007,6 +1007,11 @@ fn coverage() {
                 .collect();
             let inferred =
                 runs.iter().map(|r| r.inferred).sum::<usize>() as f64 / runs.len() as f64;
+            let trips = runs
+                .iter()
+                .map(explore::Run::launcher_trips)
+                .max()
+                .unwrap_or(0);
             let calls: usize = runs.iter().map(model_calls).sum();
             let new_screens: usize = runs.iter().map(|r| r.reached.len()).sum();
             let calls_per_screen = calls as f64 / new_screens.max(1) as f64;
@@ -1030,6 +1035,7 @@ fn coverage() {
                 ("ended_explored", serde_json::json!(explored.len())),
                 ("explored_one_move_short", serde_json::json!(short)),
                 ("inferred_per_run", serde_json::json!(inferred)),
+                ("most_launcher_trips", serde_json::json!(trips)),
                 ("most_steps_repeated", serde_json::json!(repeated)),
                 (
                     "model_calls_per_new_screen",

@@ -26,6 +26,8 @@ pub const END: &str = "<!-- end of the coverage tables -->";
 pub fn render(section: &Map<String, Value>) -> String {
     let get = |key: &str| section.get(key).unwrap_or(&Value::Null);
     let number = |key: &str| get(key).as_f64().unwrap_or(0.0);
+    // A figure a run of an older bench did not keep.
+    let launcher_trips = |key: &str| get(key).as_u64().map_or("–".into(), |n| n.to_string());
     let strings = |key: &str| -> Vec<String> {
         get(key)
             .as_array()
@@ -46,10 +48,10 @@ pub fn render(section: &Map<String, Value>) -> String {
         seeds.saturating_sub(1)
     );
     out += &format!(
-        "| app | ceiling | budget | decider | own screens reached, seeds 0-{} | mean | % of ceiling | ended explored | explored, a ceiling screen one move away | moves inferred per run | most steps repeated | model calls per new screen |\n",
+        "| app | ceiling | budget | decider | own screens reached, seeds 0-{} | mean | % of ceiling | ended explored | explored, a ceiling screen one move away | moves inferred per run | most trips to the launcher | most steps repeated | model calls per new screen |\n",
         seeds.saturating_sub(1)
     );
-    out += "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    out += "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     let mut shares: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     for app in &apps {
         let ceiling = number(&format!("{app}.ceiling"));
@@ -66,10 +68,11 @@ pub fn render(section: &Map<String, Value>) -> String {
                 .as_array()
                 .map_or(0, Vec::len);
             out += &format!(
-                "| {app} | {ceiling} | {budget} | {decider} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {short} | {:.1} | {} | {:.1} |\n",
+                "| {app} | {ceiling} | {budget} | {decider} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {short} | {:.1} | {} | {} | {:.1} |\n",
                 reached.join(" "),
                 number(&key("ended_explored")),
                 number(&key("inferred_per_run")),
+                launcher_trips(&key("most_launcher_trips")),
                 number(&key("most_steps_repeated")),
                 number(&key("model_calls_per_new_screen")),
             );

@@ -9,7 +9,7 @@ use droid::crawl;
 use droid::decide::prompt::PromptSettings;
 use droid::decide::{Config, Decider};
 use droid::device::{AdbDevice, DeviceConfig};
-use droid::events::{Event, Observation};
+use droid::events::{ActionType, Event, Observation};
 use droid::sim::model::AppModel;
 use droid::sim::{Sim, SimConfig};
 use serde_json::Value;
@@ -87,6 +87,35 @@ impl Run {
             .iter()
             .filter(|s| self.reached.contains(*s))
             .collect()
+    }
+
+    /// The times the explorer went to the launcher: a back decided on one of the app's screens
+    /// that showed the launcher (a crash that shows it is not the explorer's trip).
+    pub fn launcher_trips(&self) -> usize {
+        let backs: BTreeSet<u64> = self
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Decision(decision)
+                    if decision
+                        .actions
+                        .iter()
+                        .any(|a| a.action == ActionType::Back) =>
+                {
+                    decision.step
+                }
+                _ => None,
+            })
+            .collect();
+        let on_launcher =
+            |o: &Observation| o.package.as_deref() == Some(droid::sim::system::LAUNCHER_PACKAGE);
+        // The decision of step n is made on the n-th observation; the next one shows its outcome.
+        (1..)
+            .zip(self.observed.windows(2))
+            .filter(|(step, pair)| {
+                backs.contains(step) && !on_launcher(&pair[0].0) && on_launcher(&pair[1].0)
+            })
+            .count()
     }
 
     /// The most consecutive steps that each repeated an earlier step (the same model screen
