@@ -80,8 +80,14 @@ pub fn render(report: &Report) -> String {
         out.field(
             "States",
             &format!(
-                "{} screens held in {} states, told apart by what actions did there",
-                c.screens_with_states, c.states_told_apart
+                "{} {} held in {} states, told apart by what actions did there",
+                c.screens_with_states,
+                if c.screens_with_states == 1 {
+                    "screen"
+                } else {
+                    "screens"
+                },
+                c.states_told_apart
             ),
         );
     }

@@ -746,3 +746,75 @@ fn help_has_examples_and_a_missing_database_or_run_is_a_clear_error() {
         stderr(&out)
     );
 }
+
+/// The screens held in more than one state that droid-report's JSON and text reports count for
+/// a run, checked against the states the run's decisions named; returns those screens' keys.
+fn states_reported_as_named(db: &Path, run_id: &str) -> BTreeMap<String, u64> {
+    let store = Store::open(db).unwrap();
+    let mut exported = Vec::new();
+    store.export(run_id, &mut exported).unwrap();
+    // Per screen (the observation's key), the states the decisions on it named.
+    let mut named: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut screen = String::new();
+    for line in String::from_utf8(exported).unwrap().lines() {
+        match Event::from_line(line).unwrap() {
+            Some(Event::Observation(o)) => {
+                screen = droid::screen::Screen::of(&o).key().as_str().to_string();
+            }
+            Some(Event::Decision(d)) => {
+                if let Some(state) = d.state {
+                    named.entry(screen.clone()).or_default().insert(state.key);
+                }
+            }
+            _ => {}
+        }
+    }
+    let report = |format: &str| {
+        let out = report_cmd(db)
+            .args([run_id, "--format", format])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    let states: BTreeMap<String, u64> = json["screens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["states"].as_u64().unwrap() > 1)
+        .map(|s| {
+            (
+                s["key"].as_str().unwrap().to_string(),
+                s["states"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: BTreeMap<String, u64> = named
+        .iter()
+        .filter(|(_, states)| states.len() > 1)
+        .map(|(key, states)| (key.clone(), states.len() as u64))
+        .collect();
+    assert_eq!(states, expected);
+    let coverage = &json["coverage"];
+    assert_eq!(coverage["screens_with_states"], states.len());
+    assert_eq!(coverage["states_told_apart"], states.values().sum::<u64>());
+    let text = report("text");
+    assert_eq!(text.contains("\nStates "), !states.is_empty(), "{text}");
+    states
+}
+
+#[test]
+fn screens_held_in_states_are_counted_as_the_decisions_name_them() {
+    let shared = shared();
+    states_reported_as_named(&shared.run.db, &shared.run.run_id);
+    // A notes app's new-note dialog is told apart by what its form holds within 100 steps.
+    let Some(fixtures) = droid::fixtures::available("the notes app model") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let app = fixtures.join("apps/notes/model.json").display().to_string();
+    let run = crawl_in_process(dir.path(), &app, 100, None);
+    let states = states_reported_as_named(&run.db, &run.run_id);
+    assert!(!states.is_empty());
+}
