@@ -551,6 +551,9 @@ impl Stage {
     fn resume(&mut self, history: &[Event]) {
         let mut observed: Option<&Observation> = None;
         let mut invalid_answer = false;
+        // The step's decision was the heuristic's, taking the crawl off a screen a model kept
+        // it on: the stage was not asked to decide it (nor the driver's own decisions).
+        let mut escaped = false;
         for event in history {
             match event {
                 Event::Observation(observation) => {
@@ -559,13 +562,25 @@ impl Stage {
                         self.take_in(&Screen::of(earlier));
                     }
                     invalid_answer = false;
+                    escaped = false;
                 }
                 Event::Note(note) if note.kind == NoteKind::InvalidResponse => {
                     invalid_answer = true;
                 }
+                Event::Note(note)
+                    if note
+                        .data
+                        .as_ref()
+                        .is_some_and(|d| d.get("escape").is_some()) =>
+                {
+                    escaped = true;
+                    self.learn(event);
+                }
                 Event::Decision(decision) => {
                     if let Some(observation) = observed.take() {
-                        self.redo(&Screen::of(observation), decision, invalid_answer);
+                        let shown = Screen::of(observation);
+                        let driver = decision.decider.as_deref() == Some(crate::crawl::DRIVER);
+                        self.redo(&shown, decision, invalid_answer, !escaped && !driver);
                     }
                 }
                 other => self.learn(other),
@@ -577,13 +592,18 @@ impl Stage {
     /// Takes in a decision someone else made on the screen `shown` (a driver's recovery), as a
     /// stage resuming the run would.
     pub fn learn_decided(&mut self, shown: &Screen, decision: &Decision) {
-        self.redo(shown, decision, false);
+        self.redo(shown, decision, false, false);
     }
 
-    /// Takes in a recorded decision on the screen `shown` (see [`Stage::resume`]).
-    fn redo(&mut self, shown: &Screen, recorded: &Decision, invalid_answer: bool) {
+    /// Takes in a recorded decision on the screen `shown` (see [`Stage::resume`]); `asked`: the
+    /// stage decided it, so its budget and the hybrid's switch moved on as they did then.
+    fn redo(&mut self, shown: &Screen, recorded: &Decision, invalid_answer: bool, asked: bool) {
         let observation = shown.observation();
         self.take_in(shown);
+        if asked && self.baseline.is_none() {
+            // Its notes were written when the step was decided.
+            self.model_decides(observation, &mut Vec::new());
+        }
         let by = recorded.decider.as_deref();
         match self.baseline.as_mut() {
             // Only the generator moves on.

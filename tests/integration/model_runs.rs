@@ -403,3 +403,54 @@ fn a_spent_budget_stops_the_model_and_the_heuristic_goes_on_or_the_run_ends() {
     assert_eq!(run.ended, "budget");
     assert!(run.observed.len() < 40, "{}", run.observed.len());
 }
+
+#[test]
+fn a_one_shot_hybrid_stage_per_step_asks_the_model_when_a_long_running_one_does() {
+    let (app, steps) = ("builtin:shop", 60);
+    let (package, _, _) = crate::explore::model_facts(app);
+    let stand_in = StandIn::start(Policy::FirstUntried);
+    let live = run_app_with(
+        app,
+        hybrid(stand_in.provider(), 3, 2),
+        0,
+        steps,
+        |config, _| {
+            config.decide.prompt.text_only = true;
+        },
+    );
+    // The same crawl, each step decided by a droid-decide that resumes the run from crawler.db
+    // (its switch between the heuristic and the model too) in a clean environment.
+    let one_shot_model = StandIn::start(Policy::FirstUntried);
+    let provider = one_shot_model.provider();
+    let one_shot = run_app_with(app, hybrid(provider, 3, 2), 0, steps, |config, _| {
+        config.decide.prompt.text_only = true;
+        let decide = crate::common::bin_path("droid-decide");
+        let db = config.db.display().to_string();
+        config.stages.decide = Some(format!(
+            "sh -c 'while IFS= read -r line; do printf \"%s\\n\" \"$line\" | env -i {} \
+             --db {db} --package {package} --decider hybrid --hybrid-provider openai \
+             --base-url {} --model {} --text-only --plateau-steps 3 --plateau-model-calls 2 \
+             || exit 1; done'",
+            decide.display(),
+            one_shot_model.base_url(),
+            crate::stand_in::MODEL
+        ));
+        config.stages.timeout = std::time::Duration::from_secs(60);
+    });
+    let who_decided = |run: &Run| -> Vec<(Option<u64>, Option<String>)> {
+        run.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Decision(d) => Some((d.step, d.decider.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(stand_in.calls() > 0);
+    assert_eq!(one_shot_model.calls(), stand_in.calls());
+    assert_eq!(who_decided(&one_shot), who_decided(&live));
+    assert_eq!(
+        notes_of(&one_shot, NoteKind::Switch).len(),
+        notes_of(&live, NoteKind::Switch).len()
+    );
+}
