@@ -101,7 +101,8 @@ pub struct DeciderArgs {
     /// set hybrid_provider`, DROID_HYBRID_PROVIDER, gemini]
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub hybrid_provider: Option<ProviderArg>,
-    /// Hybrid: steps without a new screen state before the model decides (K) [default:
+    /// Hybrid: steps without a new screen state before the model decides (K; a model whose
+    /// steps found new states less often than the heuristic's waits longer) [default:
     /// `config set plateau_steps`, DROID_PLATEAU_STEPS, 8]
     #[arg(long, value_name = "K")]
     pub plateau_steps: Option<u32>,

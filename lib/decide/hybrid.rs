@@ -1,7 +1,10 @@
 //! The hybrid decider's switch: the heuristic decides until the exploration plateaus (no new
 //! state told apart for [`HybridConfig::plateau_steps`] steps, or the heuristic has explored
 //! everything it found), then the model decides until a new state is found or
-//! [`HybridConfig::model_calls`] calls pass without one; then the heuristic again.
+//! [`HybridConfig::model_calls`] calls pass without one; then the heuristic again. Quiet steps
+//! call a model asked before only while its steps have found new states at least as often as
+//! the heuristic's (Laplace's rule over each side's steps): a model that finds less waits until
+//! the heuristic's own rate has fallen to its.
 
 use super::provider::ProviderConfig;
 
@@ -52,6 +55,11 @@ pub struct Plateau {
     /// The model was given its calls on this plateau and found nothing: the heuristic's "nothing
     /// left" no longer calls it (a new state does, or another K quiet steps).
     gave_up: bool,
+    /// Steps each side decided so far, and those that found a new state.
+    heuristic_steps: u32,
+    heuristic_found: u32,
+    model_steps: u32,
+    model_found: u32,
 }
 
 /// A change of who decides, and why.
@@ -71,7 +79,20 @@ impl Plateau {
             quiet: 0,
             calls: 0,
             gave_up: false,
+            heuristic_steps: 0,
+            heuristic_found: 0,
+            model_steps: 0,
+            model_found: 0,
         }
+    }
+
+    /// Whether the model is worth a turn: it was not asked yet, or its steps found new states
+    /// at least as often as the heuristic's (Laplace's rule over each side's steps).
+    fn model_pays(&self) -> bool {
+        let rate = |found: u32, steps: u32| f64::from(found + 1) / f64::from(steps + 2);
+        self.model_steps == 0
+            || rate(self.model_found, self.model_steps)
+                >= rate(self.heuristic_found, self.heuristic_steps)
     }
 
     /// Takes in a step about to be decided: the states the exploration tells apart now and
@@ -83,11 +104,22 @@ impl Plateau {
         if new {
             self.gave_up = false;
         }
+        // The step before this one, decided by the phase it was in, found `new` or not.
+        match self.phase {
+            Phase::Heuristic => {
+                self.heuristic_steps += 1;
+                self.heuristic_found += u32::from(new);
+            }
+            Phase::Model => {
+                self.model_steps += 1;
+                self.model_found += u32::from(new);
+            }
+        }
         let switch = match self.phase {
             Phase::Heuristic => {
                 self.quiet = if new { 0 } else { self.quiet + 1 };
                 let why = match (
-                    self.quiet >= self.plateau_steps,
+                    self.quiet >= self.plateau_steps && self.model_pays(),
                     nothing_left && !self.gave_up,
                 ) {
                     (true, _) => Some(format!("no new state for {} steps", self.quiet)),
@@ -178,6 +210,30 @@ mod tests {
             .why
             .starts_with("2 model calls found no new state"));
         assert!(p.gave_up());
+    }
+
+    #[test]
+    fn a_model_finding_less_than_the_heuristic_waits_until_the_heuristic_finds_as_little() {
+        let mut p = plateau(2, 2);
+        // Six steps of the heuristic's, a new state each; then two quiet ones: a model not
+        // asked yet gets its turn.
+        for states in 1..=6 {
+            assert_eq!(p.step(states, false).0, Phase::Heuristic);
+        }
+        assert_eq!(p.step(6, false).0, Phase::Heuristic);
+        assert_eq!(p.step(6, false).0, Phase::Model);
+        // Its two calls find nothing: 1 in 4 by Laplace's rule, the heuristic 7 in 10.
+        assert_eq!(p.step(6, false).0, Phase::Model);
+        assert_eq!(p.step(6, false).0, Phase::Heuristic);
+        // Quiet steps no longer call it until the heuristic's own steps find as little.
+        let waited = (1..100)
+            .find(|_| p.step(6, false).0 == Phase::Model)
+            .unwrap();
+        assert!(waited > 10, "{waited}");
+        // Its next call finds a state: it is asked again after K quiet steps.
+        assert_eq!(p.step(7, false).0, Phase::Heuristic);
+        assert_eq!(p.step(7, false).0, Phase::Heuristic);
+        assert_eq!(p.step(7, false).0, Phase::Model);
     }
 
     #[test]
