@@ -7,7 +7,6 @@
 //! message); the parsers accept them all and keep each block as printed.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// Top frames of the app's own code that make a crash's signature.
 pub const SIGNATURE_FRAMES: usize = 3;
@@ -298,7 +297,7 @@ fn is_platform_frame(frame: &str) -> bool {
 pub fn crash_signature(exception: &str, frames: &[String]) -> String {
     let mut parts = vec!["crash", exception];
     parts.extend(frames.iter().map(String::as_str));
-    hex16(&parts)
+    crate::hash::digest16(&parts)
 }
 
 /// Every ANR block in `text` (`ANR in PKG (PKG/CLS)` with `PID:`, `Reason:` and the CPU load
@@ -333,19 +332,7 @@ pub fn parse_anrs(text: &str) -> Vec<AnrData> {
 /// timed out`): the rest are queue lengths and times that change every time.
 pub fn anr_signature(package: &str, component: &str, reason: &str) -> String {
     let kind = reason.split('(').next().unwrap_or_default().trim();
-    hex16(&["anr", package, component, kind])
-}
-
-fn hex16(parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(part.as_bytes());
-        hasher.update([0x1f]);
-    }
-    hasher.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::hash::digest16(&["anr", package, component, kind])
 }
 
 #[cfg(test)]

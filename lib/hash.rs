@@ -31,6 +31,20 @@ use crate::filter::Output;
 use crate::screen::ScreenModel;
 use crate::ui::{parse, ParseError};
 
+/// The first 16 hex digits of sha256 over `parts`, each ended by 0x1f: a short id for a list of
+/// texts (a crash's signature, a state of a screen).
+pub fn digest16(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0x1f]);
+    }
+    hasher.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Attributes that change while the screen stays the same.
 const VOLATILE: [&str; 4] = ["focused", "selected", "checked", "visible-to-user"];
 

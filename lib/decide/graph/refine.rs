@@ -19,8 +19,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use sha2::{Digest, Sha256};
-
 use super::{Graph, Node, ScreenIndex};
 use crate::events::ScreenState;
 use crate::screen::{ActionKey, Details, ScreenKey};
@@ -285,16 +283,14 @@ impl Graph {
             .iter()
             .map(|slot| (slot.clone(), node.details.describe(slot)))
             .collect();
-        let mut hasher = Sha256::new();
-        for slot in &states.slots {
-            hasher.update(slot.as_bytes());
-            hasher.update([0]);
-            // Raw values: two states may describe alike (a text and a description).
-            hasher.update(node.details.get(slot).map_or(&[1][..], str::as_bytes));
-            hasher.update([0]);
-        }
-        let digest = hasher.finalize();
-        let key = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        // Raw values: two states may describe alike (a text and a description); a slot with no
+        // element is told from one showing nothing.
+        let parts: Vec<&str> = states
+            .slots
+            .iter()
+            .flat_map(|slot| [slot.as_str(), node.details.get(slot).unwrap_or("\u{0}")])
+            .collect();
+        let key = crate::hash::digest16(&parts);
         Some(ScreenState {
             key,
             states: states.count(),
