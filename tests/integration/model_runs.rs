@@ -424,18 +424,13 @@ fn a_one_shot_hybrid_stage_per_step_asks_the_model_when_a_long_running_one_does(
     let provider = one_shot_model.provider();
     let one_shot = run_app_with(app, hybrid(provider, 3, 2), 0, steps, |config, _| {
         config.decide.prompt.text_only = true;
-        let decide = crate::common::bin_path("droid-decide");
-        let db = config.db.display().to_string();
-        config.stages.decide = Some(format!(
-            "sh -c 'while IFS= read -r line; do printf \"%s\\n\" \"$line\" | env -i {} \
-             --db {db} --package {package} --decider hybrid --hybrid-provider openai \
-             --base-url {} --model {} --text-only --plateau-steps 3 --plateau-model-calls 2 \
-             || exit 1; done'",
-            decide.display(),
+        let args = format!(
+            "--package {package} --decider hybrid --hybrid-provider openai --base-url {} \
+             --model {} --text-only --plateau-steps 3 --plateau-model-calls 2",
             one_shot_model.base_url(),
             crate::stand_in::MODEL
-        ));
-        config.stages.timeout = std::time::Duration::from_secs(60);
+        );
+        crate::one_graph::decide_one_shot(config, &args);
     });
     let who_decided = |run: &Run| -> Vec<(Option<u64>, Option<String>)> {
         run.events

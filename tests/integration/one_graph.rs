@@ -118,15 +118,10 @@ fn crawl(app: &str, one_shot: bool, dir: &Path) -> Vec<Event> {
     with_sim(app, |device, _, _| {
         let mut config = crawl_config(&package, Decider::Heuristic, 0, steps, dir);
         if one_shot {
-            // A clean environment: nothing of the developer's shell reaches the stage.
-            let decide = bin_path("droid-decide");
-            let db = config.db.display().to_string();
-            config.stages.decide = Some(format!(
-                "sh -c 'while IFS= read -r line; do printf \"%s\\n\" \"$line\" | env -i {} \
-                 --db {db} --package {package} --decider heuristic || exit 1; done'",
-                decide.display()
-            ));
-            config.stages.timeout = std::time::Duration::from_secs(60);
+            decide_one_shot(
+                &mut config,
+                &format!("--package {package} --decider heuristic"),
+            );
         }
         let mut events = Events::default();
         let summary = crawl::crawl(config, device, &mut events).unwrap();
@@ -137,6 +132,20 @@ fn crawl(app: &str, one_shot: bool, dir: &Path) -> Vec<Event> {
 
 /// Explores `app` with a long-running stage and with a one-shot one; returns how many of the
 /// decisions named a state of a screen told apart.
+/// Has the crawl decide each step by a droid-decide started for it with `args`, resuming the
+/// run from the crawl's crawler.db, in a clean environment: nothing of the developer's shell
+/// reaches the stage.
+pub(crate) fn decide_one_shot(config: &mut crawl::Config, args: &str) {
+    let decide = bin_path("droid-decide");
+    let db = config.db.display().to_string();
+    config.stages.decide = Some(format!(
+        "sh -c 'while IFS= read -r line; do printf \"%s\\n\" \"$line\" | env -i {} \
+         --db {db} {args} || exit 1; done'",
+        decide.display()
+    ));
+    config.stages.timeout = std::time::Duration::from_secs(60);
+}
+
 fn explore_twice(app: &str) -> usize {
     let live_dir = tempfile::tempdir().unwrap();
     let live = crawl(app, false, live_dir.path());
