@@ -101,14 +101,15 @@ impl Driver<'_, '_> {
                     return ("COMPLETED", "task_done".into());
                 }
                 Ok(StepEnd::Explored) => {
-                    let graph = self.stage.as_ref().map(|s| s.heuristic().graph());
-                    let why = match graph.map(|g| (g.tally(), g.refined_states())) {
-                        Some((tally, refined)) => format!(
+                    let heuristic = self.stage.as_ref().map(|s| s.heuristic());
+                    let why = match heuristic.map(|h| (h.graph(), h.passes())) {
+                        Some((graph, passes)) => format!(
                             "everything the exploration found is explored: every action of \
-                             its {} states tried ({} actions){}",
-                            tally.states,
-                            tally.actions,
-                            match refined {
+                             its {} states tried ({} actions), the last of {passes} passes \
+                             over them finding nothing new{}",
+                            graph.tally().states,
+                            graph.tally().actions,
+                            match graph.refined_states() {
                                 0 => String::new(),
                                 n => format!(
                                     "; {n} of the states are states of a screen told apart by \

@@ -463,7 +463,7 @@ impl Stage {
             return false;
         }
         let tally = self.heuristic.graph().tally();
-        let nothing_left = self.heuristic.explored();
+        let nothing_left = self.heuristic.explored() || self.heuristic.began_pass();
         let Some(plateau) = self.plateau.as_mut() else {
             return true;
         };

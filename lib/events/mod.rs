@@ -353,7 +353,8 @@ pub struct Decision {
     #[serde(default)]
     pub done: bool,
     /// The heuristic has explored everything it found once this decision is taken: no state
-    /// it tells apart has an untried action. A driver ends the run `explored` after acting on it.
+    /// it tells apart has an action no pass tried, and the last pass over them found nothing
+    /// new. A driver ends the run `explored` after acting on it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub explored: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]

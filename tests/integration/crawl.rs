@@ -221,6 +221,158 @@ fn a_crawl_ends_once_everything_it_found_is_explored() {
     );
 }
 
+/// A file manager in two states its screens do not show: a settings check box shows hidden
+/// files, and only the file list reached by back from the settings page in that state leads to
+/// the hidden folder. The main screen and the settings page look the same in both states, so an
+/// action tried in one counts as tried in the other.
+fn hidden_state_model() -> Value {
+    const PACKAGE: &str = "com.example.hidden";
+    let main_screen = |id: &str| {
+        json!({"id": id, "activity": format!("{PACKAGE}.MainActivity"), "elements": [
+            {"class": "android.widget.TextView", "text": "Documents", "clickable": true,
+             "resource_id": format!("{PACKAGE}:id/item_name"), "bounds": [0, 300, 1080, 420]},
+            {"class": "android.widget.ImageButton", "content_desc": "Settings", "clickable": true,
+             "bounds": [960, 60, 1080, 180]}
+        ]})
+    };
+    let settings = |id: &str, checked: bool| {
+        json!({"id": id, "activity": format!("{PACKAGE}.SettingsActivity"), "elements": [
+            {"class": "android.widget.CheckBox", "text": "Show hidden files", "checkable": true,
+             "checked": checked, "clickable": true,
+             "resource_id": format!("{PACKAGE}:id/show_hidden"), "bounds": [0, 300, 1080, 420]}
+        ]})
+    };
+    let folder = |id: &str, rows: &[&str]| {
+        let rows: Vec<Value> = (0..)
+            .zip(rows)
+            .map(|(i, row)| {
+                json!({"class": "android.widget.TextView", "text": row,
+                       "bounds": [0, 300 + 120 * i, 1080, 420 + 120 * i]})
+            })
+            .collect();
+        json!({"id": id, "activity": format!("{PACKAGE}.FolderActivity"), "elements": rows})
+    };
+    let click = |from: &str, target: Value, to: &str| json!({"from": from, "action": "click", "target": target, "to": to});
+    let back = |from: &str, to: &str| json!({"from": from, "action": "back", "to": to});
+    let documents = json!({"text": "Documents"});
+    let gear = json!({"content_desc": "Settings"});
+    let check_box = json!({"text": "Show hidden files"});
+    json!({
+        "package": PACKAGE, "screen_size": [1080, 1920], "start": "main",
+        "screens": [
+            main_screen("main"),
+            main_screen("main_hidden"),
+            settings("settings", false),
+            settings("settings_hidden", true),
+            folder("documents", &["report.txt"]),
+            folder("documents_hidden", &["report.txt", ".secret", "notes.txt"])
+        ],
+        "transitions": [
+            click("main", documents.clone(), "documents"),
+            click("main", gear.clone(), "settings"),
+            back("documents", "main"),
+            click("settings", check_box.clone(), "settings_hidden"),
+            click("settings_hidden", check_box, "settings"),
+            back("settings", "main"),
+            back("settings_hidden", "main_hidden"),
+            click("main_hidden", documents, "documents_hidden"),
+            click("main_hidden", gear, "settings_hidden"),
+            back("documents_hidden", "main_hidden"),
+            back("main", "@external:com.android.launcher3"),
+            back("main_hidden", "@external:com.android.launcher3")
+        ]
+    })
+}
+
+/// What a pass over everything found leaves out, a state of the app its screens do not show
+/// (a setting changed elsewhere), another pass finds: it changes the app's toggles first and
+/// tries every other action once more in that state, and the crawl ends `explored` only after a
+/// pass that found nothing new.
+#[test]
+fn a_pass_that_found_something_is_followed_by_another_until_one_finds_nothing() {
+    let place = Place::new();
+    let model = place.dir.path().join("hidden.json");
+    std::fs::write(&model, hidden_state_model().to_string()).unwrap();
+    let model = model.display().to_string();
+    let mut found_by_a_later_pass = 0;
+    for seed in ["0", "1", "2", "3"] {
+        let truth = place.dir.path().join(format!("truth-{seed}.jsonl"));
+        let output = place.run(
+            &model,
+            &[
+                "--max-steps",
+                "200",
+                "--seed",
+                seed,
+                "--sim-truth-log",
+                &truth.display().to_string(),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let events = events(&output);
+        let end = ended(&events);
+        assert_eq!(end["reason"], "explored", "seed {seed}: {end}");
+        // Every screen of the app was shown, the hidden folder too.
+        let (_, reachable, _) = crate::explore::model_facts(&model);
+        let missed: Vec<String> = reachable.difference(&shown(&truth)).cloned().collect();
+        assert!(missed.is_empty(), "seed {seed} missed {missed:?}");
+        // Each pass that found something, or left something out of reach, began another from
+        // the launch screen; the last found nothing, and the end says how many there were.
+        let begins = |e: &&Value| {
+            e["type"] == "decision"
+                && e["actions"][0]["reasoning"]
+                    .as_str()
+                    .is_some_and(|r| r.contains(droid::decide::heuristic::NEW_PASS))
+        };
+        let passes: Vec<&Value> = events.iter().filter(begins).collect();
+        assert!(!passes.is_empty(), "seed {seed}: no second pass");
+        for (pass, decision) in (2..).zip(&passes) {
+            let reason = decision["actions"][0]["reasoning"].as_str().unwrap();
+            assert!(
+                reason.contains(&format!(": pass {pass} changes")),
+                "{reason}"
+            );
+            assert!(decision["relaunch"].is_string(), "{decision}");
+        }
+        let state = notes(&events, "state");
+        let last_of = format!("the last of {} passes", passes.len() + 1);
+        assert!(
+            state
+                .iter()
+                .any(|n| n["message"].as_str().is_some_and(|m| m.contains(&last_of))),
+            "seed {seed}: {state:?}"
+        );
+        // Which pass showed the hidden folder: the second begins at the launch that follows
+        // the first pass's relaunches.
+        let first_pass_end = events.iter().position(|e| begins(&e)).unwrap();
+        let launches_before = events[..=first_pass_end]
+            .iter()
+            .filter(|e| e["type"] == "decision" && e["relaunch"].is_string())
+            .count();
+        let truth_lines: Vec<Value> = crate::explore::truth_lines(&truth).collect();
+        let second_pass_at = truth_lines
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v["input"] == "launch")
+            .nth(launches_before)
+            .map(|(at, _)| at)
+            .unwrap();
+        let hidden_at = truth_lines
+            .iter()
+            .position(|v| v["screen"] == "documents_hidden")
+            .unwrap();
+        if hidden_at > second_pass_at {
+            found_by_a_later_pass += 1;
+        }
+    }
+    // The model is built so that a first pass misses the hidden folder on some seed.
+    assert!(
+        found_by_a_later_pass > 0,
+        "every seed found it in its first pass"
+    );
+}
+
 /// Back that leaves the app (back on its first screen) shows the launcher, where no back brings
 /// the app again: the next step relaunches it, and the trip costs one step.
 #[test]

@@ -118,10 +118,24 @@ impl Run {
             .count()
     }
 
-    /// The most consecutive steps that each repeated an earlier step (the same model screen
-    /// shown, the same actions decided on it) while the device showed nothing new: how long
-    /// the explorer went round moves it had made before.
+    /// The most consecutive steps that each repeated an earlier step of the same pass (the
+    /// same model screen shown, the same actions decided on it) while the device showed nothing
+    /// new: how long the explorer went round moves it had made before. A pass over what was
+    /// found (see `droid::decide::heuristic`) tries every action once more on purpose.
     pub fn longest_repeat(&self) -> usize {
+        let passes: BTreeSet<u64> = self
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Decision(decision) => decision
+                    .actions
+                    .first()
+                    .and_then(|a| a.reasoning.as_deref())
+                    .filter(|r| r.contains(droid::decide::heuristic::NEW_PASS))
+                    .and(decision.step),
+                _ => None,
+            })
+            .collect();
         let discovering: BTreeSet<u64> = self.first_shown.values().copied().collect();
         let decided: BTreeMap<u64, String> = self
             .events
@@ -147,6 +161,9 @@ impl Run {
         let mut seen = BTreeSet::new();
         let (mut current, mut longest) = (0, 0);
         for (step, (_, screen)) in (1..).zip(&self.observed) {
+            if passes.contains(&step) {
+                seen.clear();
+            }
             let moves = decided.get(&step).cloned().unwrap_or_default();
             let repeated = !seen.insert((screen.clone(), moves));
             current = match repeated && !discovering.contains(&step) {

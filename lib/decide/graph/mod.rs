@@ -18,6 +18,10 @@ pub use promise::{Kind, UNSEEN_PRODUCTIVITY};
 use promise::{KindRecord, SiblingEvidence};
 pub use route::{Move, Plan, MOVE_COST};
 
+/// The promise, in a pass after the first, of an action that changes the app's state (see
+/// [`Graph::retry_changes`]): a text-bearing widget's, so the pass weighs screens as the first did.
+pub const AGAIN_CHANGES: f64 = 1.0;
+
 /// Index of a screen in the graph.
 pub type ScreenIndex = usize;
 
@@ -41,6 +45,14 @@ struct Node {
     /// The form's controls (its submits and options, see [`crate::screen::Widget::control`]).
     controls: BTreeSet<ActionKey>,
     tried: BTreeSet<ActionKey>,
+    /// The tried actions in the order they were first tried (since the pass began, see
+    /// [`Graph::retry_changes`]).
+    tried_order: Vec<ActionKey>,
+    /// Actions a new pass opened again, with their promise in it (see
+    /// [`Graph::retry_changes`]).
+    again: BTreeMap<ActionKey, f64>,
+    /// The toggles and options a new pass opened first (see [`Graph::retry_changes`]).
+    changes: BTreeSet<ActionKey>,
     /// The actions not tried: `actions` but `tried`, kept so that a search over many explored
     /// screens does not look through each one's actions.
     untried: BTreeMap<ActionKey, Rank>,
@@ -80,6 +92,9 @@ impl Node {
             kinds: BTreeMap::new(),
             controls: BTreeSet::new(),
             tried: BTreeSet::new(),
+            tried_order: Vec::new(),
+            again: BTreeMap::new(),
+            changes: BTreeSet::new(),
             untried: BTreeMap::new(),
             edges: BTreeMap::new(),
             visits: 0,
@@ -104,8 +119,25 @@ impl Node {
         }
     }
 
+    /// One of the app's own states, not merged into another.
+    fn own(&self) -> bool {
+        !self.outside && !self.guest && !self.merged
+    }
+
+    /// A tried action opened again by a new pass, with its promise in it.
+    fn reopen(&mut self, key: &ActionKey, promise: f64) {
+        if let Some(&rank) = self.actions.get(key) {
+            self.tried.remove(key);
+            self.untried.insert(key.clone(), rank);
+            self.again.insert(key.clone(), promise);
+        }
+    }
+
     fn set_tried(&mut self, key: &ActionKey) {
-        self.tried.insert(key.clone());
+        if self.tried.insert(key.clone()) {
+            self.tried_order.push(key.clone());
+        }
+        self.again.remove(key);
         self.untried.remove(key);
     }
 
@@ -123,6 +155,16 @@ pub struct Tally {
     pub actions: usize,
     pub states_left: usize,
     pub actions_left: usize,
+    /// Of `actions_left`, those a pass after the first opened again (see
+    /// [`Graph::retry_changes`]): tried once already.
+    pub again_left: usize,
+}
+
+impl Tally {
+    /// Actions left that no pass has tried yet.
+    pub fn never_tried(&self) -> usize {
+        self.actions_left - self.again_left
+    }
 }
 
 /// Where a widget was last seen on its screen.
@@ -227,6 +269,11 @@ impl Graph {
             if !screen.untried.is_empty() {
                 tally.states_left += 1;
                 tally.actions_left += screen.untried.len();
+                tally.again_left += screen
+                    .untried
+                    .keys()
+                    .filter(|key| screen.again.contains_key(*key))
+                    .count();
             }
         }
         tally
@@ -279,6 +326,84 @@ impl Graph {
             screen.dead.clear();
             screen.revived.clear();
         }
+    }
+
+    /// Begins another pass over what was found: what an action shows may depend on a state of
+    /// the app its screen does not show (a setting changed elsewhere, an option chosen in a
+    /// dialog), so a pass that found something may have left states where tried actions lead
+    /// on. The pass first changes the app's state: this opens the toggles and checked options
+    /// (by their rank) of the app's own states again, each promising [`AGAIN_CHANGES`]; once
+    /// they are tried, [`Graph::retry_rest`] opens the rest, to be tried in the state they
+    /// left. Learned edges stay: they are the map the pass walks by. Returns how many actions
+    /// it opened.
+    pub fn retry_changes(&mut self) -> usize {
+        let mut opened = 0;
+        for screen in self.screens.iter_mut().filter(|s| s.own()) {
+            let changes: Vec<ActionKey> = screen
+                .tried
+                .iter()
+                .filter(|key| matches!(screen.actions.get(*key), Some(Rank::Toggle | Rank::Chosen)))
+                .cloned()
+                .collect();
+            for key in changes {
+                screen.reopen(&key, AGAIN_CHANGES);
+                screen.changes.insert(key);
+                opened += 1;
+            }
+        }
+        opened
+    }
+
+    /// The actions [`Graph::retry_changes`] opened that are not tried yet.
+    pub fn changes_left(&self) -> usize {
+        self.screens
+            .iter()
+            .filter(|s| s.own())
+            .map(|s| {
+                s.changes
+                    .iter()
+                    .filter(|k| s.untried.contains_key(*k))
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Opens every other action of the app's own states again, back too (but on the launch
+    /// screen), once a pass changed
+    /// the app's state (see [`Graph::retry_changes`]): each promises half of
+    /// [`AGAIN_CHANGES`] down to a quarter, in the reverse of the order its screen's last pass
+    /// tried them, so what was tried before a change (a list opened before a setting showed its
+    /// hidden rows) is tried after it. Returns how many actions it opened.
+    pub fn retry_rest(&mut self) -> usize {
+        let mut opened = 0;
+        let launch = self.launch;
+        for (index, screen) in self.screens.iter_mut().enumerate().filter(|(_, s)| s.own()) {
+            let changes = std::mem::take(&mut screen.changes);
+            let order = std::mem::take(&mut screen.tried_order);
+            let rest: Vec<ActionKey> = order
+                .into_iter()
+                .filter(|key| {
+                    !changes.contains(key)
+                        && screen.tried.contains(key)
+                        && screen.actions.contains_key(key)
+                })
+                .collect();
+            let last = rest.len().saturating_sub(1).max(1) as f64;
+            for (position, key) in rest.iter().enumerate() {
+                let promise = AGAIN_CHANGES * (0.25 + 0.25 * position as f64 / last);
+                screen.reopen(key, promise);
+                opened += 1;
+            }
+            // Back, which is no action of the screen's own, is tried again when nothing else
+            // here is left, but on the launch screen: what leaving the app does is known, and
+            // each trip out costs a relaunch.
+            let first = Some(index) == launch;
+            screen
+                .tried
+                .retain(|key| changes.contains(key) || (first && *key == crate::screen::BACK));
+            screen.tried_order = changes.into_iter().collect();
+        }
+        opened
     }
 
     /// Makes a learned move no route (see [`Node::dead`]) until nothing else is left: it
@@ -771,6 +896,71 @@ mod tests {
         }
         assert_eq!(graph.tally().actions_left, 0);
         assert_eq!(graph.tally().actions, all.actions);
+    }
+
+    #[test]
+    fn another_pass_opens_toggles_first_then_the_rest_in_reverse_order() {
+        let mut graph = Graph::new();
+        let mut settings = screen("Settings", "0", &["Help", "About"]);
+        settings.elements.push(UiElement {
+            element_id: 2,
+            text: "Show hidden files".into(),
+            class_name: "android.widget.CheckBox".into(),
+            resource_id: "id/hidden".into(),
+            clickable: true,
+            checkable: true,
+            enabled: true,
+            bounds: Bounds::from([0, 300, 100, 390]),
+            ..UiElement::default()
+        });
+        let page = graph.observe(&Screen::of(&settings));
+        let toggle = graph.screens[page]
+            .actions
+            .iter()
+            .find(|(_, rank)| **rank == Rank::Toggle)
+            .map(|(key, _)| key.clone())
+            .expect("the check box is a toggle");
+        let others: Vec<ActionKey> = graph.screens[page]
+            .actions
+            .keys()
+            .filter(|key| **key != toggle)
+            .cloned()
+            .collect();
+        assert!(others.len() >= 2, "{others:?}");
+        // The first pass tries the others in their order, the toggle last, then back.
+        for key in &others {
+            graph.mark_tried(page, key);
+        }
+        graph.mark_tried(page, &toggle);
+        graph.mark_tried(page, &BACK);
+        assert_eq!(graph.tally().actions_left, 0);
+        // The new pass opens the toggle alone, promising most; it counts as tried once.
+        assert_eq!(graph.retry_changes(), 1);
+        assert_eq!(graph.changes_left(), 1);
+        let left = graph.tally();
+        assert_eq!((left.actions_left, left.never_tried()), (1, 0));
+        assert_eq!(graph.promise(page, &toggle, Rank::Toggle), AGAIN_CHANGES);
+        assert!(graph.is_tried(page, &BACK));
+        graph.mark_tried(page, &toggle);
+        assert_eq!(graph.changes_left(), 0);
+        // Then the rest, back too, each promising less the earlier the last pass tried it.
+        assert_eq!(graph.retry_rest(), others.len());
+        assert!(graph.is_tried(page, &toggle));
+        assert!(!graph.is_tried(page, &BACK));
+        let promises: Vec<f64> = others
+            .iter()
+            .map(|key| graph.promise(page, key, Rank::Text))
+            .collect();
+        assert!(promises.windows(2).all(|w| w[0] < w[1]), "{promises:?}");
+        assert_eq!(promises.last(), Some(&(AGAIN_CHANGES / 2.0)));
+        assert_eq!(promises.first(), Some(&(AGAIN_CHANGES / 4.0)));
+        // Once tried again, an action promises by its looks.
+        graph.mark_tried(page, &others[0]);
+        graph.mark_untried(page, &others[0]);
+        assert_eq!(
+            graph.promise(page, &others[0], Rank::Text),
+            Rank::Text.promise()
+        );
     }
 
     #[test]

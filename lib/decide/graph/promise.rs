@@ -140,8 +140,13 @@ impl Graph {
     /// before the screen's productivity: the rank's promise, scaled down when the key led away
     /// from a sibling screen (see [`SIBLING_TRIED`]) and on a guest screen. A form's submit is
     /// not judged by its siblings: one dialog layout serves several forms (rename a note, create
-    /// one), and its "OK" does what the form asks.
+    /// one), and its "OK" does what the form asks. In a pass after the first, an action opened
+    /// again promises what [`Graph::retry_changes`] gave it.
     pub fn promise(&self, screen: ScreenIndex, key: &ActionKey, rank: Rank) -> f64 {
+        // A pass after the first orders a screen's actions by when the last one tried them.
+        if let Some(&again) = self.screens.get(screen).and_then(|s| s.again.get(key)) {
+            return again;
+        }
         let sibling = match rank {
             Rank::SubmitButton => 1.0,
             _ => self.sibling_scale(screen, key),

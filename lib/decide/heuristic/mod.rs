@@ -16,10 +16,12 @@
 //! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
 //! once, when its own actions are all tried or nothing else is worth more; back that leaves the
 //! app is followed by a relaunch.
-//! When nothing untried is within reach: back, then relaunch with every route revived; once no
-//! state the graph tells apart has an untried action, the exploration is complete
-//! ([`Heuristic::explored`]). The
-//! same seed and the same observations give the same decisions.
+//! When nothing untried is within reach: back, then relaunch with every route revived. Once no
+//! state the graph tells apart has an untried action, a pass over what was found is done: if it
+//! found something, another pass tries every action once more from the launch screen (what it
+//! found may be a state of the app, a setting changed or an option chosen, in which tried
+//! actions lead on); once a whole pass finds nothing new, the exploration is complete
+//! ([`Heuristic::explored`]). The same seed and the same observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
 //! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
@@ -48,6 +50,10 @@ use crate::screen::{ActionKey, Rank, Screen, BACK};
 /// back to a screen seen in them counts as going round a cycle.
 pub const CYCLE_STEPS: usize = 6;
 
+/// What the reasoning of a relaunch that begins another pass says it does, after "pass N".
+pub const NEW_PASS: &str =
+    "changes the app's toggles and options, then tries every other action once more";
+
 /// What the heuristic chose for one observation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
@@ -74,6 +80,12 @@ struct Commits {
     option: Option<OptionTry>,
     /// Nothing was left: dead routes get another chance after the relaunch.
     revive: bool,
+    /// Nothing was left and the pass over what was found found something: another pass
+    /// begins (see [`Graph::retry_changes`]).
+    retry: bool,
+    /// The pass's toggles and options left are out of reach: the rest of its actions are
+    /// opened (see [`Graph::retry_rest`]).
+    rest: bool,
 }
 
 impl Choice {
@@ -144,6 +156,16 @@ pub struct Heuristic {
     /// Choices that found nothing untried anywhere and relaunched with every route revived,
     /// since the last discovery (see [`Heuristic::explored`]).
     revived: u32,
+    /// Passes over every action of what was found: the first, and one more each time a pass
+    /// that found something left nothing untried (see [`Graph::retry_changes`]).
+    passes: u32,
+    /// A pass after the first is changing the app's state: its toggles and options are open,
+    /// the rest not yet (see [`Graph::retry_rest`]).
+    changing: bool,
+    /// The current pass discovered something (see [`Heuristic::observe`]).
+    found_in_pass: bool,
+    /// The last choice began a pass: the one before left nothing untried.
+    began_pass: bool,
 }
 
 impl Heuristic {
@@ -171,16 +193,34 @@ impl Heuristic {
             relaunching: false,
             left_by_back: false,
             revived: 0,
+            passes: 1,
+            changing: false,
+            found_in_pass: false,
+            began_pass: false,
         }
     }
 
     /// Whether the exploration is complete: no state of the app it tells apart has an action
-    /// not tried, nothing was left to reach, and a relaunch with every route revived found
-    /// nothing new. A state left with untried actions that no known route reaches keeps the
+    /// not tried, nothing was left to reach, a relaunch with every route revived found nothing
+    /// new, and the last pass over every action found nothing new either. A pass that found
+    /// something is followed by another (the app's toggles and options changed, then every
+    /// other action tried once more, see [`Graph::retry_changes`]), since what it found may be
+    /// a state of the app in which tried actions lead on. A state left with untried actions that no known route reaches keeps the
     /// exploration going (relaunching, reviving routes) until a limit ends the run: "explored"
     /// is never said of an app with something known and not tried.
     pub fn explored(&self) -> bool {
-        self.revived > 0 && self.graph.tally().actions_left == 0
+        self.revived > 0 && self.graph.tally().never_tried() == 0
+    }
+
+    /// Whether the last choice ended a pass over every action of what was found and began
+    /// another: the heuristic had nothing left to try (a hybrid's cue to ask its model).
+    pub fn began_pass(&self) -> bool {
+        self.began_pass
+    }
+
+    /// Passes over every action of what was found so far (1 until the first one ends).
+    pub fn passes(&self) -> u32 {
+        self.passes
     }
 
     /// The app under test (back out of, and relaunch, when the device leaves it) and the other
@@ -276,8 +316,14 @@ impl Heuristic {
             self.retry_submits(screen, shown.submits());
         }
         self.note_idle(screen, &taken, discovered);
+        // A new pass changed the app's state: the rest of its actions are tried in that state.
+        if self.changing && self.graph.changes_left() == 0 {
+            self.changing = false;
+            self.graph.retry_rest();
+        }
         if discovered {
             self.revived = 0;
+            self.found_in_pass = true;
         }
         if std::mem::take(&mut self.relaunching) || self.graph.launch().is_none() {
             self.graph.set_launch(screen);
@@ -409,6 +455,20 @@ impl Heuristic {
             self.graph.revive_dead();
             self.revived += 1;
         }
+        self.began_pass = commits.retry;
+        if commits.retry {
+            self.changing = self.graph.retry_changes() > 0;
+            if !self.changing {
+                self.graph.retry_rest();
+            }
+            self.passes += 1;
+            self.found_in_pass = false;
+            self.revived = 0;
+        }
+        if commits.rest {
+            self.changing = false;
+            self.graph.retry_rest();
+        }
         let walked = commits.walk.as_ref().map_or(0, Walk::actions);
         let first_walked = choice.actions.len() - walked;
         self.walked_to_untried = false;
@@ -505,8 +565,39 @@ impl Heuristic {
         if !self.graph.is_tried(screen, &BACK) {
             return back("every action here is explored and no known path leads further".into());
         }
+        if self.changing {
+            let mut choice = self.relaunch(
+                "the toggles and options left are out of reach: the pass tries the rest of \
+                 what was found",
+            );
+            choice.commits.rest = true;
+            return choice;
+        }
         let tally = self.graph.tally();
-        let mut choice = match tally.actions_left {
+        // Nothing left the pass can reach but actions an earlier pass tried: the pass is done,
+        // and so it is when what is left stayed out of reach after a relaunch with every route
+        // revived (another pass may bring the app to the state that shows it).
+        let done = match tally.never_tried() {
+            0 if self.found_in_pass => Some(format!(
+                "every action of the {} states found is tried ({} actions) and pass {} found \
+                 something new",
+                tally.states, tally.actions, self.passes
+            )),
+            0 => None,
+            left if self.revived > 0 => Some(format!(
+                "{left} actions not tried on {} states no known route reaches, even with every \
+                 route revived",
+                tally.states_left
+            )),
+            _ => None,
+        };
+        if let Some(done) = done {
+            let mut choice = self.relaunch(&format!("{done}: pass {} {NEW_PASS}", self.passes + 1));
+            choice.commits.revive = true;
+            choice.commits.retry = true;
+            return choice;
+        }
+        let mut choice = match tally.never_tried() {
             0 => self.relaunch(&format!(
                 "everything the exploration found is explored: {} states, {} actions",
                 tally.states, tally.actions
