@@ -48,7 +48,8 @@ heuristic, the random or dfs baselines, or an LLM), acts, recognises screens, su
 a device that goes away, and records every step in crawler.db and a session folder \
 (OUT/DEVICE_PACKAGE_DDMM_HHMM: screenshots, events.jsonl, logs/crawler.log, report.pdf, \
 report.html). It ends at --max-steps, at --max-duration, or once the heuristic has explored \
-everything it found. Then each distinct crash and ANR is minimised: its steps since launch are \
+everything it found and a last pass over it (toggles changed, every action tried again) found \
+nothing new. Then each distinct crash and ANR is minimised: its steps since launch are \
 replayed in shorter subsequences from a fresh launch (delta debugging) until no step can go, the \
 result is verified by --verify more replays and exported (SESSION/repro/: a Maestro flow, a \
 shell script of adb commands, the events `replay` takes). Every event goes to stdout as a JSON \

@@ -368,16 +368,14 @@ impl Graph {
             .sum()
     }
 
-    /// Opens every other action of the app's own states again, back too (but on the launch
-    /// screen), once a pass changed
+    /// Opens every other action of the app's own states again, back too, once a pass changed
     /// the app's state (see [`Graph::retry_changes`]): each promises half of
     /// [`AGAIN_CHANGES`] down to a quarter, in the reverse of the order its screen's last pass
     /// tried them, so what was tried before a change (a list opened before a setting showed its
     /// hidden rows) is tried after it. Returns how many actions it opened.
     pub fn retry_rest(&mut self) -> usize {
         let mut opened = 0;
-        let launch = self.launch;
-        for (index, screen) in self.screens.iter_mut().enumerate().filter(|(_, s)| s.own()) {
+        for screen in self.screens.iter_mut().filter(|s| s.own()) {
             let changes = std::mem::take(&mut screen.changes);
             let order = std::mem::take(&mut screen.tried_order);
             let rest: Vec<ActionKey> = order
@@ -395,12 +393,9 @@ impl Graph {
                 opened += 1;
             }
             // Back, which is no action of the screen's own, is tried again when nothing else
-            // here is left, but on the launch screen: what leaving the app does is known, and
-            // each trip out costs a relaunch.
-            let first = Some(index) == launch;
-            screen
-                .tried
-                .retain(|key| changes.contains(key) || (first && *key == crate::screen::BACK));
+            // here is left (on the launch screen too: the relaunch after a trip out starts the
+            // app afresh, in the order this pass tries things).
+            screen.tried.retain(|key| changes.contains(key));
             screen.tried_order = changes.into_iter().collect();
         }
         opened
