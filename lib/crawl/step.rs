@@ -102,13 +102,13 @@ impl Driver<'_, '_> {
                 }
                 Ok(StepEnd::Explored) => {
                     let heuristic = self.stage.as_ref().map(|s| s.heuristic());
-                    let why = match heuristic.map(|h| (h.graph(), h.passes())) {
-                        Some((graph, passes)) => format!(
+                    let why = match heuristic.map(|h| (h.graph(), h.graph().tally(), h.passes())) {
+                        Some((graph, tally, passes)) => format!(
                             "everything the exploration found is explored: every action of \
                              its {} states tried ({} actions), the last of {passes} passes \
                              over them finding nothing new{}",
-                            graph.tally().states,
-                            graph.tally().actions,
+                            tally.states,
+                            tally.actions,
                             match graph.refined_states() {
                                 0 => String::new(),
                                 n => format!(

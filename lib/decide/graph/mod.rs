@@ -354,6 +354,14 @@ impl Graph {
         opened
     }
 
+    /// Whether a pass is changing the app's state: [`Graph::retry_changes`] opened toggles and
+    /// options, and [`Graph::retry_rest`] has not opened the rest yet.
+    pub fn changing(&self) -> bool {
+        self.screens
+            .iter()
+            .any(|s| s.own() && !s.changes.is_empty())
+    }
+
     /// The actions [`Graph::retry_changes`] opened that are not tried yet.
     pub fn changes_left(&self) -> usize {
         self.screens

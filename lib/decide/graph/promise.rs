@@ -143,7 +143,7 @@ impl Graph {
     /// one), and its "OK" does what the form asks. In a pass after the first, an action opened
     /// again promises what [`Graph::retry_changes`] gave it.
     pub fn promise(&self, screen: ScreenIndex, key: &ActionKey, rank: Rank) -> f64 {
-        // A pass after the first orders a screen's actions by when the last one tried them.
+        // A pass after the first weighs what it opened again by what it is for, not by looks.
         if let Some(&again) = self.screens.get(screen).and_then(|s| s.again.get(key)) {
             return again;
         }

@@ -18,10 +18,10 @@
 //! app is followed by a relaunch.
 //! When nothing untried is within reach: back, then relaunch with every route revived. Once no
 //! state the graph tells apart has an untried action, a pass over what was found is done: if it
-//! found something, another pass tries every action once more from the launch screen (what it
-//! found may be a state of the app, a setting changed or an option chosen, in which tried
-//! actions lead on); once a whole pass finds nothing new, the exploration is complete
-//! ([`Heuristic::explored`]). The same seed and the same observations give the same decisions.
+//! found something, another pass begins from a relaunch, changing the app's toggles and options
+//! first and then trying every other action once more (what it found may be a state of the app
+//! in which tried actions lead on, see [`Graph::retry_changes`]); once a whole pass finds nothing
+//! new, the exploration is complete ([`Heuristic::explored`]). The same seed and the same observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
 //! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
@@ -159,9 +159,6 @@ pub struct Heuristic {
     /// Passes over every action of what was found: the first, and one more each time a pass
     /// that found something left nothing untried (see [`Graph::retry_changes`]).
     passes: u32,
-    /// A pass after the first is changing the app's state: its toggles and options are open,
-    /// the rest not yet (see [`Graph::retry_rest`]).
-    changing: bool,
     /// The current pass discovered something (see [`Heuristic::observe`]).
     found_in_pass: bool,
     /// The last choice began a pass: the one before left nothing untried.
@@ -194,7 +191,6 @@ impl Heuristic {
             left_by_back: false,
             revived: 0,
             passes: 1,
-            changing: false,
             found_in_pass: false,
             began_pass: false,
         }
@@ -205,9 +201,10 @@ impl Heuristic {
     /// new, and the last pass over every action found nothing new either. A pass that found
     /// something is followed by another (the app's toggles and options changed, then every
     /// other action tried once more, see [`Graph::retry_changes`]), since what it found may be
-    /// a state of the app in which tried actions lead on. A state left with untried actions that no known route reaches keeps the
-    /// exploration going (relaunching, reviving routes) until a limit ends the run: "explored"
-    /// is never said of an app with something known and not tried.
+    /// a state of the app in which tried actions lead on. A state left with untried actions
+    /// that no known route reaches keeps the exploration going (relaunching, reviving routes,
+    /// passes) until a limit ends the run: "explored" is never said of an app with something
+    /// known and not tried.
     pub fn explored(&self) -> bool {
         self.revived > 0 && self.graph.tally().never_tried() == 0
     }
@@ -317,8 +314,7 @@ impl Heuristic {
         }
         self.note_idle(screen, &taken, discovered);
         // A new pass changed the app's state: the rest of its actions are tried in that state.
-        if self.changing && self.graph.changes_left() == 0 {
-            self.changing = false;
+        if self.graph.changing() && self.graph.changes_left() == 0 {
             self.graph.retry_rest();
         }
         if discovered {
@@ -457,8 +453,7 @@ impl Heuristic {
         }
         self.began_pass = commits.retry;
         if commits.retry {
-            self.changing = self.graph.retry_changes() > 0;
-            if !self.changing {
+            if self.graph.retry_changes() == 0 {
                 self.graph.retry_rest();
             }
             self.passes += 1;
@@ -466,7 +461,6 @@ impl Heuristic {
             self.revived = 0;
         }
         if commits.rest {
-            self.changing = false;
             self.graph.retry_rest();
         }
         let walked = commits.walk.as_ref().map_or(0, Walk::actions);
@@ -565,7 +559,7 @@ impl Heuristic {
         if !self.graph.is_tried(screen, &BACK) {
             return back("every action here is explored and no known path leads further".into());
         }
-        if self.changing {
+        if self.graph.changing() {
             let mut choice = self.relaunch(
                 "the toggles and options left are out of reach: the pass tries the rest of \
                  what was found",
