@@ -66,6 +66,12 @@ struct Node {
     guest: bool,
     /// The screen this one was first reached from: where an untried back is expected to lead.
     parent: Option<ScreenIndex>,
+    /// The signatures of the elements shown selected on its latest visit (a tab, a mode).
+    selected: BTreeSet<String>,
+    /// Actions on widgets that were the selected ones on the screen this one was first reached
+    /// from and are not selected here: the selection moved to what was tapped (a tab, a camera
+    /// mode), and tapping the one selected before goes back (see [`promise::RETURNS`]).
+    returns: BTreeSet<ActionKey>,
     /// Actions tried here whose outcome was seen, and how many of those showed a new screen.
     outcomes: u32,
     discoveries: u32,
@@ -101,6 +107,8 @@ impl Node {
             outside: false,
             guest: false,
             parent: None,
+            selected: BTreeSet::new(),
+            returns: BTreeSet::new(),
             outcomes: 0,
             discoveries: 0,
             stalled: BTreeSet::new(),
@@ -225,6 +233,12 @@ impl Graph {
         self.before = self.shown.replace((id, details));
         let screen = &mut self.screens[id];
         screen.visits += 1;
+        screen.selected = shown
+            .elements()
+            .iter()
+            .filter(|e| e.selected)
+            .map(crate::screen::signature)
+            .collect();
         let known = screen.actions.len();
         for widget in shown.widgets() {
             screen.add_action(&widget.key, widget.rank);
@@ -537,8 +551,11 @@ impl Graph {
             screen.stalled.remove(key);
             screen.revived.remove(key);
         }
-        if first_seen && to != from && Some(to) != self.launch {
-            self.screens[to].parent.get_or_insert(from);
+        if first_seen && to != from {
+            self.note_returns(from, to);
+            if Some(to) != self.launch {
+                self.screens[to].parent.get_or_insert(from);
+            }
         }
         match first_outcome {
             true => self.merge_alike(from, key, to),
@@ -602,7 +619,7 @@ impl Graph {
 
 #[cfg(test)]
 mod tests {
-    use super::promise::{GUEST, SIBLING_ONCE, SIBLING_TRIED, SIBLING_VARIES};
+    use super::promise::{GUEST, RETURNS, SIBLING_ONCE, SIBLING_TRIED, SIBLING_VARIES};
     use super::route::LOCAL_COST;
     use super::*;
     use crate::events::{ActionType, Observation, ScreenHash};
@@ -1187,6 +1204,44 @@ mod tests {
         graph.record_edge(rename, &click("OK"), home, false);
         assert_eq!(
             graph.promise(lock, &click("OK"), Rank::Text),
+            Rank::Text.promise()
+        );
+    }
+
+    #[test]
+    fn the_tab_selected_before_a_tap_promises_little_on_the_screen_it_opened() {
+        // A mode switcher: the selected mode takes no taps, the other does.
+        let modes = |selected: &str| {
+            let mut page = screen("Camera", "0", &["Photo", "Video", "Shutter", "Settings"]);
+            for element in &mut page.elements {
+                if element.text == selected {
+                    element.selected = true;
+                    element.clickable = false;
+                }
+            }
+            page
+        };
+        let mut graph = Graph::new();
+        let photo = graph.observe(&Screen::of(&modes("Photo")));
+        let video = graph.observe(&Screen::of(&modes("Video")));
+        assert_ne!(photo, video);
+        graph.record_edge(photo, &click("Video"), video, false);
+        // Tapping the mode selected before goes back; the rest promise what they look.
+        assert_eq!(
+            graph.promise(video, &click("Photo"), Rank::Text),
+            Rank::Text.promise() * RETURNS
+        );
+        assert_eq!(
+            graph.promise(video, &click("Shutter"), Rank::Text),
+            Rank::Text.promise()
+        );
+        // Nothing was selected on the screen before: no widget is a way back.
+        let mut other = Graph::new();
+        let plain = other.observe(&Screen::of(&screen("Camera", "0", &["Open"])));
+        let video = other.observe(&Screen::of(&modes("Video")));
+        other.record_edge(plain, &click("Open"), video, false);
+        assert_eq!(
+            other.promise(video, &click("Photo"), Rank::Text),
             Rank::Text.promise()
         );
     }

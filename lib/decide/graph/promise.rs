@@ -117,6 +117,10 @@ pub(super) struct SiblingEvidence {
 /// have been disabled there.)
 pub(super) const SIBLING_TRIED: f64 = 0.125;
 
+/// What an action on a widget selected on the screen before promises: tapping the tab or mode
+/// the selection moved away from shows the screen it moved from (see [`Graph::note_returns`]).
+pub(super) const RETURNS: f64 = SIBLING_TRIED;
+
 /// Widgets a screen may gain when typed into and still be the same screen in another state
 /// (see [`Graph::is_state_of`]).
 pub(super) const STATE_EXTRA: usize = 2;
@@ -149,6 +153,13 @@ impl Graph {
         }
         let sibling = match rank {
             Rank::SubmitButton => 1.0,
+            _ if self
+                .screens
+                .get(screen)
+                .is_some_and(|s| s.returns.contains(key)) =>
+            {
+                RETURNS
+            }
             _ => self.sibling_scale(screen, key),
         };
         // What actions of its kind did, looked up once for both uses.
@@ -248,6 +259,31 @@ impl Graph {
             SiblingEvidence { varies: false, .. } => SIBLING_TRIED,
             _ => SIBLING_VARIES,
         }
+    }
+
+    /// Remembers, on `to` just reached from `from` for the first time, the actions on widgets
+    /// that `from` showed selected and `to` shows not selected: the selection moved to what was
+    /// tapped (a tab, a camera's mode), and the one selected before leads back.
+    pub(super) fn note_returns(&mut self, from: ScreenIndex, to: ScreenIndex) {
+        let Some(before) = self.screens.get(from).map(|s| s.selected.clone()) else {
+            return;
+        };
+        let Some(node) = self.screens.get_mut(to) else {
+            return;
+        };
+        let returns: BTreeSet<ActionKey> = node
+            .actions
+            .keys()
+            .filter(|key| {
+                key.is_click()
+                    && key
+                        .widget
+                        .as_ref()
+                        .is_some_and(|w| before.contains(w) && !node.selected.contains(w))
+            })
+            .cloned()
+            .collect();
+        node.returns = returns;
     }
 
     /// `state` is `screen` in another state: every action of `screen` and at most
