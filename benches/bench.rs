@@ -1511,6 +1511,8 @@ fn run_labelled(app: &str, label: &str, seed: u64, steps: u64) -> explore::Run {
                     "PLATEAU_MODEL_CALLS",
                     droid::decide::hybrid::MODEL_CALLS.into(),
                 ) as u32,
+                model_share: env_number("MODEL_SHARE", droid::decide::hybrid::MODEL_SHARE.into())
+                    as u32,
             }),
             _ => Decider::Model(stand_in.provider()),
         };

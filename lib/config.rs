@@ -479,10 +479,11 @@ pub const KNOWN: &[(&str, bool, Option<&str>)] = &[
     ("allowed_packages", false, None),
     ("max_steps", false, Some("15")),
     ("max_duration", false, Some("600")),
-    // The hybrid decider (docs/decide.md): its model's provider, K and L.
+    // The hybrid decider (docs/decide.md): its model's provider, K, L and its share of the steps.
     ("hybrid_provider", false, Some("gemini")),
     ("plateau_steps", false, Some("8")),
     ("plateau_model_calls", false, Some("4")),
+    ("model_share", false, Some("20")),
 ];
 
 /// Settings whose environment variable is `DROID_<KEY>` rather than `<KEY>`: names such as
@@ -497,6 +498,7 @@ const DROID_ENV: &[&str] = &[
     "hybrid_provider",
     "plateau_steps",
     "plateau_model_calls",
+    "model_share",
 ];
 
 /// The environment variable a setting is read from.

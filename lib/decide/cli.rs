@@ -28,7 +28,8 @@ Keys and endpoints (flag > user_config.db key > environment > default):
 Settings (flag > user_config.db key > environment > default):
   --decider decider DROID_DECIDER, --hybrid-provider hybrid_provider DROID_HYBRID_PROVIDER,
   --plateau-steps plateau_steps DROID_PLATEAU_STEPS, --plateau-model-calls
-  plateau_model_calls DROID_PLATEAU_MODEL_CALLS, --model model DROID_MODEL, --system-prompt system_prompt
+  plateau_model_calls DROID_PLATEAU_MODEL_CALLS, --model-share model_share DROID_MODEL_SHARE,
+  --model model DROID_MODEL, --system-prompt system_prompt
   DROID_SYSTEM_PROMPT, --allow-package allowed_packages (A,B) DROID_ALLOWED_PACKAGES;
   droid-crawl also --max-steps max_steps DROID_MAX_STEPS, --max-duration max_duration
   DROID_MAX_DURATION. Store one: droid-crawl config set max_steps 50";
@@ -110,6 +111,11 @@ pub struct DeciderArgs {
     /// [default: `config set plateau_model_calls`, DROID_PLATEAU_MODEL_CALLS, 4]
     #[arg(long, value_name = "L")]
     pub plateau_model_calls: Option<u32>,
+    /// Hybrid: the most of the run's steps, in percent, the model decides; once they are
+    /// spent the heuristic decides until the steps catch up [default: `config set
+    /// model_share`, DROID_MODEL_SHARE, 20]
+    #[arg(long, value_name = "PERCENT")]
+    pub model_share: Option<u32>,
     /// Model name (provider deciders) [default: `config set model`, DROID_MODEL, the
     /// provider's default]
     #[arg(long, global = true)]
@@ -256,6 +262,14 @@ impl DeciderArgs {
             provider: self.provider(provider.into(), settings)?,
             plateau_steps: count(settings, "plateau_steps", self.plateau_steps)?,
             model_calls: count(settings, "plateau_model_calls", self.plateau_model_calls)?,
+            model_share: match count(settings, "model_share", self.model_share)? {
+                share @ 1..=100 => share,
+                share => {
+                    return Err(Error::Flag(format!(
+                        "model_share {share} is not a percentage from 1 to 100"
+                    )))
+                }
+            },
         })
     }
 

@@ -4,12 +4,17 @@
 //! [`HybridConfig::model_calls`] calls pass without one; then the heuristic again. Quiet steps
 //! call a model asked before only while its steps have found new states at least as often as
 //! the heuristic's (Laplace's rule over each side's steps): a model that finds less waits until
-//! the heuristic's own rate has fallen to its.
+//! the heuristic's own rate has fallen to its, and one that finds twice as much is asked after
+//! fewer quiet steps. The model decides at most [`HybridConfig::model_share`] percent of the
+//! run's steps.
 
 use super::provider::ProviderConfig;
 
 /// Steps without a new state before the model is asked (`plateau_steps`).
 pub const PLATEAU_STEPS: u32 = 8;
+
+/// The most of a run's steps, in percent, the model decides (`model_share`).
+pub const MODEL_SHARE: u32 = 20;
 
 /// Model calls without a new state before the heuristic decides again (`plateau_model_calls`).
 pub const MODEL_CALLS: u32 = 4;
@@ -22,6 +27,8 @@ pub struct HybridConfig {
     pub plateau_steps: u32,
     /// L: model calls without a new state before the heuristic takes over again.
     pub model_calls: u32,
+    /// The most of the run's steps, in percent, the model decides.
+    pub model_share: u32,
 }
 
 /// Who decides the next step.
@@ -45,6 +52,7 @@ impl Phase {
 pub struct Plateau {
     plateau_steps: u32,
     model_calls: u32,
+    model_share: u32,
     phase: Phase,
     /// States told apart at the last step.
     states: usize,
@@ -74,6 +82,7 @@ impl Plateau {
         Plateau {
             plateau_steps: config.plateau_steps.max(1),
             model_calls: config.model_calls.max(1),
+            model_share: config.model_share.clamp(1, 100),
             phase: Phase::Heuristic,
             states: 0,
             quiet: 0,
@@ -89,10 +98,32 @@ impl Plateau {
     /// Whether the model is worth a turn: it was not asked yet, or its steps found new states
     /// at least as often as the heuristic's (Laplace's rule over each side's steps).
     fn model_pays(&self) -> bool {
+        if !self.within_share() {
+            return false;
+        }
         let rate = |found: u32, steps: u32| f64::from(found + 1) / f64::from(steps + 2);
         self.model_steps == 0
             || rate(self.model_found, self.model_steps)
                 >= rate(self.heuristic_found, self.heuristic_steps)
+    }
+
+    /// Whether the model decided fewer than its share of the steps so far.
+    fn within_share(&self) -> bool {
+        let steps = self.heuristic_steps + self.model_steps;
+        100 * u64::from(self.model_steps) < u64::from(self.model_share) * u64::from(steps.max(1))
+    }
+
+    /// Quiet steps that make a plateau: fewer once the model's steps found new states at least
+    /// twice as often as the heuristic's.
+    fn quiet_limit(&self) -> u32 {
+        let rate = |found: u32, steps: u32| f64::from(found + 1) / f64::from(steps + 2);
+        let proven = self.model_found > 0
+            && rate(self.model_found, self.model_steps)
+                >= 2.0 * rate(self.heuristic_found, self.heuristic_steps);
+        match proven {
+            true => (self.plateau_steps / 4).max(2),
+            false => self.plateau_steps,
+        }
     }
 
     /// Takes in a step about to be decided: the states the exploration tells apart now and
@@ -119,11 +150,18 @@ impl Plateau {
             Phase::Heuristic => {
                 self.quiet = if new { 0 } else { self.quiet + 1 };
                 let why = match (
-                    self.quiet >= self.plateau_steps && self.model_pays(),
+                    self.quiet >= self.quiet_limit() && self.model_pays(),
                     nothing_left && !self.gave_up,
                 ) {
                     (true, _) => Some(format!("no new state for {} steps", self.quiet)),
-                    (false, true) => Some("the heuristic has nothing left to try".to_string()),
+                    (false, true) if self.within_share() => {
+                        Some("the heuristic has nothing left to try".to_string())
+                    }
+                    // Its share spent, the model is not asked: the exploration may end.
+                    (false, true) => {
+                        self.gave_up = true;
+                        None
+                    }
                     (false, false) => None,
                 };
                 why.map(|why| {
@@ -137,6 +175,10 @@ impl Plateau {
             Phase::Model if new => Some(Switch {
                 to: Phase::Heuristic,
                 why: "the model found a new state: the heuristic decides".to_string(),
+            }),
+            Phase::Model if !self.within_share() => Some(Switch {
+                to: Phase::Heuristic,
+                why: "the model decided its share of the steps: the heuristic decides".to_string(),
             }),
             Phase::Model if self.calls >= self.model_calls => {
                 self.gave_up = true;
@@ -172,11 +214,58 @@ mod tests {
     use super::*;
 
     fn plateau(k: u32, l: u32) -> Plateau {
+        shared(k, l, 100)
+    }
+
+    fn shared(k: u32, l: u32, share: u32) -> Plateau {
         Plateau::new(&HybridConfig {
             provider: ProviderConfig::new(super::super::provider::ProviderKind::OpenAi),
             plateau_steps: k,
             model_calls: l,
+            model_share: share,
         })
+    }
+
+    #[test]
+    fn the_model_decides_at_most_its_share_of_the_steps() {
+        // A model that finds a new state every other call, a heuristic that finds none: the
+        // model would decide half the steps, its share holds it to a fifth.
+        let mut p = shared(2, 4, 20);
+        let (mut states, mut model_steps) = (1, 0);
+        for step in 1..=200u32 {
+            let (phase, _) = p.step(states, false);
+            if phase == Phase::Model {
+                model_steps += 1;
+                states += usize::from(model_steps % 2 == 0);
+            }
+            assert!(
+                100 * model_steps <= 20 * step + 100,
+                "{model_steps} of {step}"
+            );
+        }
+        assert!(model_steps >= 30, "{model_steps}");
+        // Its share spent, "nothing left" does not call it: the exploration may end.
+        let mut p = shared(50, 4, 20);
+        assert_eq!(p.step(1, true).0, Phase::Model);
+        let (phase, switch) = p.step(1, true);
+        assert_eq!(phase, Phase::Heuristic);
+        assert!(switch.unwrap().why.contains("its share of the steps"));
+        assert_eq!(p.step(1, true), (Phase::Heuristic, None));
+        assert!(p.gave_up());
+    }
+
+    #[test]
+    fn a_model_finding_twice_as_much_as_the_heuristic_is_asked_sooner() {
+        let mut p = plateau(8, 2);
+        // The heuristic finds two states in ten steps; a plateau of eight steps.
+        for states in [1, 1, 2, 2, 2, 2, 2, 2, 2, 2] {
+            assert_eq!(p.step(states, false).0, Phase::Heuristic);
+        }
+        assert_eq!(p.step(2, false).0, Phase::Model);
+        // The model finds a state at its first call: two quiet steps make the next plateau.
+        assert_eq!(p.step(3, false).0, Phase::Heuristic);
+        assert_eq!(p.step(3, false).0, Phase::Heuristic);
+        assert_eq!(p.step(3, false).0, Phase::Model);
     }
 
     #[test]

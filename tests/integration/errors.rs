@@ -122,3 +122,26 @@ fn a_model_that_is_not_there() {
         said_once("droid-sim", &String::from_utf8_lossy(&out.stderr), &[app]);
     }
 }
+
+#[test]
+fn a_model_share_that_is_no_percentage() {
+    for share in ["0", "101", "half"] {
+        let output = crate::common::droid("droid-decide")
+            .args(["--decider", "hybrid", "--hybrid-provider", "openai"])
+            .args([
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model-share",
+                share,
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(matches!(output.status.code(), Some(1 | 2)), "{share}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("model_share") || stderr.contains("--model-share"),
+            "{stderr}"
+        );
+    }
+}

@@ -129,6 +129,7 @@ fn hybrid(provider: droid::decide::provider::ProviderConfig, k: u32, l: u32) -> 
         provider,
         plateau_steps: k,
         model_calls: l,
+        model_share: droid::decide::hybrid::MODEL_SHARE,
     })
 }
 
@@ -193,6 +194,46 @@ fn the_hybrid_asks_the_model_only_on_a_plateau_and_goes_back_to_the_heuristic() 
     assert!(run.events.iter().any(|event| matches!(event,
         Event::Decision(d) if d.ai.as_ref().is_some_and(|ai| ai.request.as_ref()
             .is_some_and(|r| r.to_string().contains("Screens seen with actions not tried yet"))))));
+}
+
+#[test]
+fn the_hybrids_model_decides_at_most_its_share_of_the_steps() {
+    let (app, steps) = ("builtin:shop", 90);
+    // The oracle stand-in finds a new state at most calls, so it is asked at every plateau.
+    let decided_by_model = |share: u32| {
+        let run = run_app_with(app, Decider::Heuristic, 0, steps, |config, truth| {
+            let stand_in = StandIn::start(Policy::Oracle {
+                app: app.to_string(),
+                truth: truth.to_path_buf(),
+            });
+            config.decide.prompt.text_only = true;
+            config.decide.decider = Decider::Hybrid(droid::decide::hybrid::HybridConfig {
+                provider: stand_in.provider(),
+                plateau_steps: 2,
+                model_calls: 4,
+                model_share: share,
+            });
+        });
+        assert_eq!(run.observed.len() as u64, steps);
+        let by_model = run
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Decision(d) if d.decider.as_deref() == Some("openai")))
+            .count() as u64;
+        let noted = notes_of(&run, NoteKind::Switch).iter().any(|note| {
+            note.message
+                .as_deref()
+                .is_some_and(|m| m.contains("its share of the steps"))
+        });
+        (by_model, noted)
+    };
+    // Unbounded, the model decides more than a twentieth of the steps here; held to a
+    // twentieth, the heuristic takes over when it is spent, with a note that says so.
+    let (free, _) = decided_by_model(100);
+    let (held, noted) = decided_by_model(5);
+    assert!(free * 20 > steps + 20, "{free}");
+    assert!(held > 0 && held * 20 <= steps + 20, "{held}");
+    assert!(noted);
 }
 
 #[test]
