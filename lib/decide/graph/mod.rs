@@ -1235,6 +1235,17 @@ mod tests {
             graph.promise(video, &click("Shutter"), Rank::Text),
             Rank::Text.promise()
         );
+        // The selection went away without moving (a scrolling title's): no way back either.
+        let mut other = Graph::new();
+        let mut titled = screen("Camera", "0", &["Open", "Photo"]);
+        titled.elements[1].selected = true;
+        let titled = other.observe(&Screen::of(&titled));
+        let untitled = other.observe(&Screen::of(&screen("Camera", "0", &["Next", "Photo"])));
+        other.record_edge(titled, &click("Open"), untitled, false);
+        assert_eq!(
+            other.promise(untitled, &click("Photo"), Rank::Text),
+            Rank::Text.promise()
+        );
         // Nothing was selected on the screen before: no widget is a way back.
         let mut other = Graph::new();
         let plain = other.observe(&Screen::of(&screen("Camera", "0", &["Open"])));

@@ -262,8 +262,10 @@ impl Graph {
     }
 
     /// Remembers, on `to` just reached from `from` for the first time, the actions on widgets
-    /// that `from` showed selected and `to` shows not selected: the selection moved to what was
-    /// tapped (a tab, a camera's mode), and the one selected before leads back.
+    /// that `from` showed selected and `to` shows not selected, when `to` shows selected
+    /// something `from` did not: the selection moved to what was tapped (a tab, a camera's
+    /// mode), and the one selected before leads back. (A selection that only went away, a
+    /// scrolling title's, says nothing of where its widget leads.)
     pub(super) fn note_returns(&mut self, from: ScreenIndex, to: ScreenIndex) {
         let Some(before) = self.screens.get(from).map(|s| s.selected.clone()) else {
             return;
@@ -271,6 +273,9 @@ impl Graph {
         let Some(node) = self.screens.get_mut(to) else {
             return;
         };
+        if node.selected.is_subset(&before) {
+            return;
+        }
         let returns: BTreeSet<ActionKey> = node
             .actions
             .keys()
