@@ -70,6 +70,11 @@ pub struct Plateau {
     model_found: u32,
 }
 
+/// How often steps found a new state, by Laplace's rule: (found + 1) / (steps + 2).
+fn rate(found: u32, steps: u32) -> f64 {
+    f64::from(found + 1) / f64::from(steps + 2)
+}
+
 /// A change of who decides, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Switch {
@@ -101,7 +106,6 @@ impl Plateau {
         if !self.within_share() {
             return false;
         }
-        let rate = |found: u32, steps: u32| f64::from(found + 1) / f64::from(steps + 2);
         self.model_steps == 0
             || rate(self.model_found, self.model_steps)
                 >= rate(self.heuristic_found, self.heuristic_steps)
@@ -116,7 +120,6 @@ impl Plateau {
     /// Quiet steps that make a plateau: fewer once the model's steps found new states at least
     /// twice as often as the heuristic's.
     fn quiet_limit(&self) -> u32 {
-        let rate = |found: u32, steps: u32| f64::from(found + 1) / f64::from(steps + 2);
         let proven = self.model_found > 0
             && rate(self.model_found, self.model_steps)
                 >= 2.0 * rate(self.heuristic_found, self.heuristic_steps);
