@@ -125,7 +125,17 @@ fn a_model_that_is_not_there() {
 
 #[test]
 fn a_model_share_that_is_no_percentage() {
-    for share in ["0", "101", "half"] {
+    // A whole number out of range is the setting's error (exit 1); words are the flag
+    // parser's (exit 2). Each names what was wrong.
+    for (share, code, says) in [
+        ("0", 1, "model_share \"0\" is not a whole number above 0"),
+        (
+            "101",
+            1,
+            "model_share 101 is not a percentage from 1 to 100",
+        ),
+        ("half", 2, "--model-share"),
+    ] {
         let output = crate::common::droid("droid-decide")
             .args(["--decider", "hybrid", "--hybrid-provider", "openai"])
             .args([
@@ -137,11 +147,8 @@ fn a_model_share_that_is_no_percentage() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        assert!(matches!(output.status.code(), Some(1 | 2)), "{share}");
+        assert_eq!(output.status.code(), Some(code), "{share}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            stderr.contains("model_share") || stderr.contains("--model-share"),
-            "{stderr}"
-        );
+        assert!(stderr.contains(says), "{stderr}");
     }
 }

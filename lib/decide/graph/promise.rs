@@ -147,25 +147,18 @@ impl Graph {
     /// one), and its "OK" does what the form asks. In a pass after the first, an action opened
     /// again promises what [`Graph::retry_changes`] gave it.
     pub fn promise(&self, screen: ScreenIndex, key: &ActionKey, rank: Rank) -> f64 {
+        let node = self.screens.get(screen);
         // A pass after the first weighs what it opened again by what it is for, not by looks.
-        if let Some(&again) = self.screens.get(screen).and_then(|s| s.again.get(key)) {
+        if let Some(&again) = node.and_then(|s| s.again.get(key)) {
             return again;
         }
         let sibling = match rank {
             Rank::SubmitButton => 1.0,
-            _ if self
-                .screens
-                .get(screen)
-                .is_some_and(|s| s.returns.contains(key)) =>
-            {
-                RETURNS
-            }
+            _ if node.is_some_and(|s| s.returns.contains(key)) => RETURNS,
             _ => self.sibling_scale(screen, key),
         };
         // What actions of its kind did, looked up once for both uses.
-        let kind = self
-            .screens
-            .get(screen)
+        let kind = node
             .and_then(|s| s.kinds.get(key))
             .and_then(|kind| self.by_kind.get(kind));
         self.learned_promise(screen, key, rank, kind)

@@ -21,7 +21,8 @@
 //! found something, another pass begins from a relaunch, changing the app's toggles and options
 //! first and then trying every other action once more (what it found may be a state of the app
 //! in which tried actions lead on, see [`Graph::retry_changes`]); once a whole pass finds nothing
-//! new, the exploration is complete ([`Heuristic::explored`]). The same seed and the same observations give the same decisions.
+//! new, the exploration is complete ([`Heuristic::explored`]). The same seed and the same
+//! observations give the same decisions.
 //!
 //! Deciding is split in two: [`Heuristic::choose`] picks the actions and changes nothing but the
 //! tie-break generator; [`Heuristic::learn_choice`] takes in what was chosen. A decision made by
