@@ -142,7 +142,10 @@ impl Node {
     }
 
     fn set_tried(&mut self, key: &ActionKey) {
+        // An action tried again (a form's submit retried, an option owed a try as found) takes
+        // its latest place in the order: each is opened once by the next pass.
         if self.tried.insert(key.clone()) {
+            self.tried_order.retain(|tried| tried != key);
             self.tried_order.push(key.clone());
         }
         self.again.remove(key);
@@ -981,6 +984,31 @@ mod tests {
             graph.promise(page, &others[0], Rank::Text),
             Rank::Text.promise()
         );
+    }
+
+    #[test]
+    fn an_action_tried_twice_is_opened_once_by_the_next_pass_at_its_latest_place() {
+        let mut graph = Graph::new();
+        let page = graph.observe(&Screen::of(&screen(
+            "Form",
+            "0",
+            &["Save", "Help", "About"],
+        )));
+        let keys: Vec<ActionKey> = graph.screens[page].actions.keys().cloned().collect();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+        // The first is tried, made worth trying again (a retried submit), and tried last.
+        for key in &keys {
+            graph.mark_tried(page, key);
+        }
+        graph.mark_untried(page, &keys[0]);
+        graph.mark_tried(page, &keys[0]);
+        graph.mark_tried(page, &BACK);
+        assert_eq!(graph.retry_changes(), 0);
+        assert_eq!(graph.retry_rest(), keys.len());
+        // Tried last, it promises most of the three.
+        let promise = |key: &ActionKey| graph.promise(page, key, Rank::Text);
+        assert_eq!(promise(&keys[0]), AGAIN_CHANGES / 2.0);
+        assert_eq!(promise(&keys[1]), AGAIN_CHANGES / 4.0);
     }
 
     #[test]
