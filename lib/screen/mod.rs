@@ -29,8 +29,8 @@ use crate::ui::UiElement;
 
 pub use element::{
     action_on, bounding_box, bounds_of, controls, descendants, describe, describe_action,
-    element_by_ref, label_in, labelled_by, list_of, passive_items, reference, signature, snap,
-    target_of,
+    element_by_ref, label_in, labelled_by, list_of, only_long_pressed_row, passive_items,
+    reference, signature, snap, target_of,
 };
 pub use role::{
     gestures, is_form_button, is_risky, is_submit, is_unmarked_list, primary_action, rank, shape,
@@ -380,7 +380,8 @@ impl<'o> Screen<'o> {
             .collect();
         let key = ScreenKey::from_parts(observation, &widgets);
         // What else a tester tries, which does not make the screen another one: a scrollable
-        // container's other gestures, and the items of a list that shows no view taking touches.
+        // container's other gestures, a tap on a list's row that the dump says only takes long
+        // presses, and the items of a list that shows no view taking touches.
         let mut widgets = widgets;
         let others: Vec<Widget> = widgets
             .iter()
@@ -395,6 +396,20 @@ impl<'o> Screen<'o> {
                         ..w.clone()
                     })
             })
+            .chain(
+                widgets
+                    .iter()
+                    .filter(|w| only_long_pressed_row(elements, w.element))
+                    .map(|w| Widget {
+                        key: ActionKey::on(
+                            ActionType::Click,
+                            w.key.widget.clone().unwrap_or_default(),
+                        ),
+                        rank: Rank::Item,
+                        control: false,
+                        ..w.clone()
+                    }),
+            )
             .chain(passive_items(elements).map(|element| Widget {
                 element,
                 key: ActionKey::on(ActionType::Click, signature(element)),
@@ -832,6 +847,46 @@ mod tests {
                 r#"<hierarchy><node class="android.widget.FrameLayout" enabled="true" bounds="[0,0][1080,2400]"><node class="androidx.recyclerview.widget.RecyclerView" resource-id="app:id/tabs" enabled="true" bounds="[0,0][1080,100]">{labels}</node><node class="android.widget.ListView" resource-id="app:id/list" scrollable="true" enabled="true" bounds="[0,200][1080,2400]">{rows}</node></node></hierarchy>"#
             ),
         )
+    }
+
+    #[test]
+    fn a_row_the_dump_says_only_takes_long_presses_is_tapped_too() {
+        let row = |y: u32, name: &str| {
+            format!(
+                r#"<node class="android.view.ViewGroup" resource-id="app:id/call" long-clickable="true" enabled="true" bounds="[0,{y}][1080,{}]"><node class="android.widget.TextView" resource-id="app:id/name" text="{name}" enabled="true" bounds="[100,{y}][900,{}]"/></node>"#,
+                y + 150,
+                y + 150
+            )
+        };
+        let lone = r#"<node class="android.widget.TextView" resource-id="app:id/title" text="Song" long-clickable="true" enabled="true" bounds="[0,1800][1080,1900]"/>"#;
+        let o = observation(
+            "A",
+            &format!(
+                r#"<hierarchy><node class="android.widget.FrameLayout" enabled="true" bounds="[0,0][1080,2400]"><node class="android.widget.LinearLayout" resource-id="app:id/calls" enabled="true" bounds="[0,200][1080,600]">{}{}</node>{lone}</node></hierarchy>"#,
+                row(200, "Alice"),
+                row(400, "Bob")
+            ),
+        );
+        let screen = Screen::of(&o);
+        let kinds = |label: &str| -> Vec<(ActionType, Rank)> {
+            screen
+                .widgets()
+                .iter()
+                .filter(|w| w.label == label)
+                .map(|w| (w.key.kind.clone(), w.rank))
+                .collect()
+        };
+        // Each row: its long press, and a tap promising as a list's item does.
+        for name in ["Alice", "Bob"] {
+            let row = kinds(name);
+            assert!(
+                row.contains(&(ActionType::LongPress, Rank::Text)),
+                "{row:?}"
+            );
+            assert!(row.contains(&(ActionType::Click, Rank::Item)), "{row:?}");
+        }
+        // A long-pressed view that is no list's row (a title that copies itself) is not tapped.
+        assert_eq!(kinds("Song"), [(ActionType::LongPress, Rank::Text)]);
     }
 
     #[test]
