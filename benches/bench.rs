@@ -1125,14 +1125,16 @@ fn coverage() {
     }
 }
 
-/// Why one heuristic run missed the ceiling's screens (`APP=notes SEED=0 cargo bench --bench
-/// bench -- misses`, `PER_SCREEN` as for coverage): for each missed screen, the last move of
+/// Why one run missed the ceiling's screens (`APP=notes SEED=0 cargo bench --bench bench --
+/// misses`, `PER_SCREEN` as for coverage, `DECIDER` one of [`DECIDER_LABELS`], the heuristic
+/// unless set): for each missed screen, the last move of
 /// `--check`'s walk to it, how often the run stood on that move's screen, and what it decided
 /// there each time; a developer's tool, not a figure.
 fn misses() {
     let per_screen: u64 = env_number("PER_SCREEN", 3);
     let seed: u64 = env_number("SEED", 0);
     let only = env_list("APP");
+    let decider = std::env::var("DECIDER").unwrap_or_else(|_| "heuristic".to_string());
     for app in explore::app_models()
         .iter()
         .filter(|app| only.is_empty() || only.iter().any(|o| app_name(app) == o))
@@ -1145,7 +1147,7 @@ fn misses() {
             .map(|s| s.screen.clone())
             .collect();
         let budget = per_screen * ceiling.len() as u64;
-        let run = explore::run_app(app, droid::decide::Decider::Heuristic, seed, budget);
+        let run = run_labelled(app, &decider, seed, budget);
         let decisions: BTreeMap<u64, Vec<String>> = run
             .events
             .iter()
