@@ -71,18 +71,6 @@ pub fn passive_items(elements: &[UiElement]) -> impl Iterator<Item = &UiElement>
         .filter(move |e| e.parent.is_some() && candidates.iter().any(|o| alike(e, o)))
 }
 
-/// A row of a list (see [`list_of`]) that takes long presses and, by the dump, no taps: an
-/// adapter that opens its rows from a touch listener leaves no trace of the tap in the dump, as
-/// for [`passive_items`], and a tester taps a row before long-pressing it.
-pub fn only_long_pressed_row(elements: &[UiElement], element: &UiElement) -> bool {
-    element.long_clickable
-        && !element.clickable
-        && !element.checkable
-        && !element.editable
-        && !element.scrollable
-        && list_of(elements, element).is_some()
-}
-
 /// The list an element is an item of: its parent, when a sibling has the same class and
 /// resource id (rows of one adapter, tabs of one strip).
 pub fn list_of<'a>(elements: &'a [UiElement], element: &UiElement) -> Option<&'a UiElement> {

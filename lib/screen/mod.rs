@@ -29,8 +29,8 @@ use crate::ui::UiElement;
 
 pub use element::{
     action_on, bounding_box, bounds_of, controls, descendants, describe, describe_action,
-    element_by_ref, label_in, labelled_by, list_of, only_long_pressed_row, passive_items,
-    reference, signature, snap, target_of,
+    element_by_ref, label_in, labelled_by, list_of, passive_items, reference, signature, snap,
+    target_of,
 };
 pub use role::{
     gestures, is_form_button, is_risky, is_submit, is_unmarked_list, primary_action, rank, shape,
@@ -335,6 +335,16 @@ impl ScreenModel {
     }
 }
 
+/// A list's row (see [`list_of`]) whose main action is a long press: by the dump it takes no
+/// taps, but an adapter that opens its rows from a touch listener leaves no trace of the tap in
+/// the dump (as for [`passive_items`]), and a tester taps a row before long-pressing it. (A
+/// scrolling list that takes long presses is a list, not a row.)
+fn only_long_pressed_row(elements: &[UiElement], widget: &Widget) -> bool {
+    widget.key.kind == ActionType::LongPress
+        && !widget.element.scrollable
+        && list_of(elements, widget.element).is_some()
+}
+
 /// One observed screen (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct Screen<'o> {
@@ -399,7 +409,7 @@ impl<'o> Screen<'o> {
             .chain(
                 widgets
                     .iter()
-                    .filter(|w| only_long_pressed_row(elements, w.element))
+                    .filter(|w| only_long_pressed_row(elements, w))
                     .map(|w| Widget {
                         key: ActionKey::on(
                             ActionType::Click,
