@@ -1129,7 +1129,8 @@ fn coverage() {
 /// misses`, `PER_SCREEN` as for coverage, `DECIDER` one of [`DECIDER_LABELS`], the heuristic
 /// unless set): for each missed screen, the last move of
 /// `--check`'s walk to it, how often the run stood on that move's screen, and what it decided
-/// there each time; a developer's tool, not a figure.
+/// there each time (`TRACE=1`: every step; `REASONS=1`: each decision's reasoning too); a
+/// developer's tool, not a figure.
 fn misses() {
     let per_screen: u64 = env_number("PER_SCREEN", 3);
     let seed: u64 = env_number("SEED", 0);
@@ -1148,6 +1149,7 @@ fn misses() {
             .collect();
         let budget = per_screen * ceiling.len() as u64;
         let run = run_labelled(app, &decider, seed, budget);
+        let reasons = std::env::var_os("REASONS").is_some();
         let decisions: BTreeMap<u64, Vec<String>> = run
             .events
             .iter()
@@ -1161,6 +1163,14 @@ fn misses() {
                                 .clone()
                                 .unwrap_or_else(|| a.action.to_string())
                         })
+                        .chain(
+                            d.actions
+                                .iter()
+                                .filter_map(|a| a.reasoning.as_ref())
+                                .take(1)
+                                .filter(|_| reasons)
+                                .map(|r| format!("\n        ({r})")),
+                        )
                         .collect(),
                 )),
                 _ => None,
