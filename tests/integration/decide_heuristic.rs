@@ -631,6 +631,34 @@ fn an_option_tried_on_the_form_filled_is_tried_once_on_the_form_as_found() {
 }
 
 #[test]
+fn an_option_owed_a_try_as_found_waits_for_the_forms_more_promising_widgets() {
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen);
+    // The dialog also shows a "Reminder" row, no control of the form: it needs no fill.
+    let dialog = |title: &str, checklist: bool| {
+        let mut dialog = new_note_dialog(title, checklist);
+        let mut reminder = dialog.elements[3].clone();
+        reminder.element_id = 4;
+        reminder.ref_id = Some(5);
+        reminder.text = "Reminder".into();
+        reminder.resource_id = "com.example:id/b4".into();
+        reminder.bounds = Bounds::from([0, 700, 1080, 820]);
+        dialog.elements.push(reminder);
+        dialog
+    };
+    let empty = dialog("Label", false);
+    let note = with_field_first(buttons("Note", &["Insert text here"]));
+    assert_eq!(decide(&empty).0, ["Label", "OK"]);
+    assert_eq!(decide(&note).0, ["Insert text here"]);
+    assert_eq!(decide(&empty).0, ["Label", "Checklist"]);
+    assert_eq!(decide(&buttons("Checklist", &["Add item"])).0, ["Add item"]);
+    // Found empty again with "Checklist" owed its try as found: the reminder row promises
+    // more than an option, and is tried first, alone (the fields wait with the option).
+    assert_eq!(decide(&empty), (vec!["Reminder".to_string()], vec![None]));
+    assert_eq!(decide(&empty), (vec!["Checklist".to_string()], vec![None]));
+}
+
+#[test]
 fn an_option_owed_a_try_as_found_is_not_clicked_on_the_form_filled_and_chosen() {
     let mut heuristic = Heuristic::new(0, Credentials::default());
     let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen).0;

@@ -74,7 +74,35 @@ impl Heuristic {
         let widgets = self.untried_widgets(shown, screen);
         let untried_control = widgets.iter().any(|w| w.control);
         let (fields, refills, _) = self.fields_to_fill(screen, shown, untried_control);
-        if let Some(option) = self.option_as_found(screen, shown, &fields) {
+        // An option owed a try as found waits while a widget of the form's (a date, a
+        // reminder) promises more: it needs the form as found, which a later visit brings.
+        let owed = self.option_as_found(screen, shown, &fields);
+        if let Some(option) = owed {
+            let promise = self.graph.promise(screen, &option.key, option.rank);
+            let others = widgets
+                .iter()
+                .filter(|w| !w.control && w.key != option.key)
+                .copied()
+                .collect();
+            if let Some((widget, better)) = self.best(screen, elements, others) {
+                if better > promise {
+                    return Some(Local {
+                        actions: vec![action_on(
+                            elements,
+                            widget.element,
+                            widget.key.kind.clone(),
+                            "untried on this screen",
+                        )],
+                        promise: better,
+                        fills: Vec::new(),
+                        resubmit: Vec::new(),
+                        renewed: false,
+                        option: None,
+                    });
+                }
+            }
+        }
+        if let Some(option) = owed {
             let why = "tried on the form filled, now on the form as found";
             return Some(Local {
                 actions: vec![action_on(
