@@ -33,8 +33,8 @@ pub use element::{
     target_of,
 };
 pub use role::{
-    gestures, is_form_button, is_risky, is_submit, is_unmarked_list, primary_action, rank, shape,
-    Rank,
+    gestures, is_form_button, is_radio, is_risky, is_submit, is_unmarked_list, primary_action,
+    rank, shape, Rank,
 };
 
 /// How far (in pixels) a control may reach up into its form's first field's row and still be

@@ -155,7 +155,7 @@ pub fn rank(
 }
 
 /// A radio button itself (not a row holding one: a preference row is a toggle).
-fn is_radio(element: &UiElement) -> bool {
+pub fn is_radio(element: &UiElement) -> bool {
     element.checkable && element.class_name.ends_with("RadioButton")
 }
 

@@ -797,6 +797,48 @@ mod tests {
         assert_eq!(graph.promise(page, &click("Menu"), Rank::Text), 1.0);
     }
 
+    #[test]
+    fn choices_of_one_group_that_did_nothing_make_the_others_promise_less() {
+        // A date format dialog: a radio group of five choices, each with its own id, and "OK".
+        let mut dialog = screen("Main", "0", &["OK"]);
+        dialog.elements.push(UiElement {
+            element_id: 1,
+            class_name: "android.widget.RadioGroup".into(),
+            resource_id: "id/formats".into(),
+            enabled: true,
+            bounds: Bounds::from([0, 200, 1080, 800]),
+            ..UiElement::default()
+        });
+        for (i, format) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            dialog.elements.push(UiElement {
+                element_id: 2 + i as u32,
+                parent: Some(1),
+                depth: 1,
+                text: format.to_string(),
+                class_name: "android.widget.RadioButton".into(),
+                resource_id: format!("id/format_{format}"),
+                clickable: true,
+                checkable: true,
+                enabled: true,
+                bounds: Bounds::from([0, 200 + i as i32 * 100, 1080, 290 + i as i32 * 100]),
+                ..UiElement::default()
+            });
+        }
+        let mut graph = Graph::new();
+        let at = graph.observe(&Screen::of(&dialog));
+        let choice = |label: &str| {
+            let element = dialog.elements.iter().find(|e| e.text == label).unwrap();
+            ActionKey::on(ActionType::Click, crate::screen::signature(element))
+        };
+        assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0);
+        // Two choices that left the dialog as it was: the others of the group promise a third.
+        graph.record_edge(at, &choice("a"), at, false);
+        graph.record_edge(at, &choice("b"), at, false);
+        assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0 / 3.0);
+        // The dialog's button is no choice of the group.
+        assert_eq!(graph.promise(at, &click("OK"), Rank::Text), 1.0);
+    }
+
     /// A page of `activity` with buttons "A" and "B" and a label showing `label` (no action: the
     /// key is the same whatever it shows).
     fn labelled(label: &str) -> Observation {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Graph, LedAway, ScreenIndex};
 use crate::events::ActionType;
-use crate::screen::{list_of, shape, ActionKey, Rank, Screen, Widget};
+use crate::screen::{is_radio, list_of, shape, ActionKey, Rank, Screen, Widget};
 
 /// What an action is, for actions that behave alike: a gesture on a scrollable container, by
 /// the activity, the element's class and resource id and whether it is the container's main
@@ -15,9 +15,11 @@ use crate::screen::{list_of, shape, ActionKey, Rank, Screen, Widget};
 /// not swipe); a tap on an item of a list (a row, a tab, a word of a list of results), by its
 /// list's class and resource id, its shape (see [`shape`]) and whether it is the list's first
 /// item (see [`Item`]), on its screen (the rows of one list behave alike, rows that only tick
-/// themselves done; another page's rows of the same class may not). Toggles are left out: what
-/// they change is a state of the screen, not another one; so are widgets that are not items of
-/// a list (a menu's rows are, a toolbar's buttons are not).
+/// themselves done; another page's rows of the same class may not); a radio button outside a
+/// form, by its group (its parent) on its screen, whatever its own id (the choices of a sort
+/// order or a date format do alike: change the setting, and often nothing else). Toggles are
+/// left out: what they change is a state of the screen, not another one; so are widgets that
+/// are not items of a list (a menu's rows are, a toolbar's buttons are not).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Kind {
     activity: String,
@@ -44,8 +46,22 @@ pub(super) struct Item {
 impl Kind {
     pub(super) fn of(screen: ScreenIndex, shown: &Screen, widget: &Widget) -> Option<Kind> {
         let (elements, element) = (shown.elements(), widget.element);
+        let radio = widget.rank == Rank::Text && is_radio(element);
         let list = match widget.rank {
             Rank::ListScroll | Rank::Gesture => None,
+            // The choices of one group (a sort order, a date format), whatever their ids.
+            Rank::Text if radio => {
+                let group = element
+                    .parent
+                    .and_then(|id| elements.iter().find(|e| e.element_id == id));
+                Some(Item {
+                    screen: Some(screen),
+                    list_class: group.map(|g| g.class_name.clone()).unwrap_or_default(),
+                    list_id: group.map(|g| g.resource_id.clone()).unwrap_or_default(),
+                    shape: shape(elements, element),
+                    first: false,
+                })
+            }
             Rank::Item | Rank::Text | Rank::Anonymous => {
                 let list = list_of(elements, element)?;
                 // A list known by its resource id is the same list on every page of the
@@ -71,7 +87,10 @@ impl Kind {
                 .unwrap_or_default(),
             rank: widget.rank,
             class: element.class_name.clone(),
-            resource_id: element.resource_id.clone(),
+            resource_id: match radio {
+                true => String::new(),
+                false => element.resource_id.clone(),
+            },
             list,
         })
     }
