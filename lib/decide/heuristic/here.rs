@@ -33,6 +33,20 @@ pub(super) struct Local {
     pub(super) option: Option<OptionTry>,
 }
 
+impl Local {
+    /// One action, filling nothing.
+    fn single(action: Action, promise: f64, option: Option<OptionTry>) -> Local {
+        Local {
+            actions: vec![action],
+            promise,
+            fills: Vec::new(),
+            resubmit: Vec::new(),
+            renewed: false,
+            option,
+        }
+    }
+}
+
 impl Heuristic {
     /// The actions shown untried on this screen, which no goal elsewhere is judged by (fields
     /// this screen will not fill were marked tried when it was observed: a field left empty
@@ -74,49 +88,31 @@ impl Heuristic {
         let widgets = self.untried_widgets(shown, screen);
         let untried_control = widgets.iter().any(|w| w.control);
         let (fields, refills, _) = self.fields_to_fill(screen, shown, untried_control);
-        // An option owed a try as found waits while a widget of the form's (a date, a
-        // reminder) promises more: it needs the form as found, which a later visit brings.
-        let owed = self.option_as_found(screen, shown, &fields);
-        if let Some(option) = owed {
-            let promise = self.graph.promise(screen, &option.key, option.rank);
+        if let Some(option) = self.option_as_found(screen, shown, &fields) {
+            // The option waits while a widget of the form's that is no control (a date, a
+            // reminder) promises more: it needs the form as found, which a later visit brings.
+            let owed = self.graph.promise(screen, &option.key, option.rank);
             let others = widgets
                 .iter()
                 .filter(|w| !w.control && w.key != option.key)
                 .copied()
                 .collect();
-            if let Some((widget, better)) = self.best(screen, elements, others) {
-                if better > promise {
-                    return Some(Local {
-                        actions: vec![action_on(
-                            elements,
-                            widget.element,
-                            widget.key.kind.clone(),
-                            "untried on this screen",
-                        )],
-                        promise: better,
-                        fills: Vec::new(),
-                        resubmit: Vec::new(),
-                        renewed: false,
-                        option: None,
-                    });
-                }
-            }
-        }
-        if let Some(option) = owed {
-            let why = "tried on the form filled, now on the form as found";
-            return Some(Local {
-                actions: vec![action_on(
+            if let Some((widget, promise)) = self
+                .best(screen, elements, others)
+                .filter(|(_, promise)| *promise > owed)
+            {
+                let action = action_on(
                     elements,
-                    option.element,
-                    option.key.kind.clone(),
-                    why,
-                )],
-                promise: Rank::Toggle.promise(),
-                fills: Vec::new(),
-                resubmit: Vec::new(),
-                renewed: false,
-                option: Some(OptionTry::AsFound(option.key.clone())),
-            });
+                    widget.element,
+                    widget.key.kind.clone(),
+                    "untried on this screen",
+                );
+                return Some(Local::single(action, promise, None));
+            }
+            let why = "tried on the form filled, now on the form as found";
+            let action = action_on(elements, option.element, option.key.kind.clone(), why);
+            let option = Some(OptionTry::AsFound(option.key.clone()));
+            return Some(Local::single(action, Rank::Toggle.promise(), option));
         }
         let candidates = match fields.is_empty() || !untried_control {
             true => widgets,
@@ -127,14 +123,8 @@ impl Heuristic {
         let scroll = self.graph.offers(screen, &SCROLL) && !self.graph.is_tried(screen, &SCROLL);
         let scroll_promise = self.graph.promise(screen, &SCROLL, Rank::ScreenScroll);
         if fields.is_empty() && scroll && next.is_none_or(|(_, p)| p < scroll_promise) {
-            return Some(Local {
-                actions: vec![scroll_down("rows further down this list")],
-                promise: scroll_promise,
-                fills: Vec::new(),
-                resubmit: Vec::new(),
-                renewed: false,
-                option: None,
-            });
+            let action = scroll_down("rows further down this list");
+            return Some(Local::single(action, scroll_promise, None));
         }
         if fields.is_empty() && next.is_none() && !refills.is_empty() {
             return Some(Local {
