@@ -71,6 +71,12 @@ pub fn passive_items(elements: &[UiElement]) -> impl Iterator<Item = &UiElement>
         .filter(move |e| e.parent.is_some() && candidates.iter().any(|o| alike(e, o)))
 }
 
+/// The element that holds `element` (a radio group of its choices, a list of its rows).
+pub fn parent_of<'a>(elements: &'a [UiElement], element: &UiElement) -> Option<&'a UiElement> {
+    let parent = element.parent?;
+    elements.iter().find(|e| e.element_id == parent)
+}
+
 /// The list an element is an item of: its parent, when a sibling has the same class and
 /// resource id (rows of one adapter, tabs of one strip).
 pub fn list_of<'a>(elements: &'a [UiElement], element: &UiElement) -> Option<&'a UiElement> {
@@ -81,9 +87,7 @@ pub fn list_of<'a>(elements: &'a [UiElement], element: &UiElement) -> Option<&'a
             && other.class_name == element.class_name
             && other.resource_id == element.resource_id
     });
-    alike
-        .then(|| elements.iter().find(|e| e.element_id == parent))
-        .flatten()
+    alike.then(|| parent_of(elements, element)).flatten()
 }
 
 fn is_wrapper(elements: &[UiElement], element: &UiElement) -> bool {

@@ -29,8 +29,8 @@ use crate::ui::UiElement;
 
 pub use element::{
     action_on, bounding_box, bounds_of, controls, descendants, describe, describe_action,
-    element_by_ref, label_in, labelled_by, list_of, passive_items, reference, signature, snap,
-    target_of,
+    element_by_ref, label_in, labelled_by, list_of, parent_of, passive_items, reference, signature,
+    snap, target_of,
 };
 pub use role::{
     gestures, is_form_button, is_radio, is_risky, is_submit, is_unmarked_list, primary_action,

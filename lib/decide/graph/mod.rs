@@ -727,6 +727,16 @@ mod tests {
         page
     }
 
+    /// The click on the element of `observation` showing `text`.
+    fn click_on(observation: &Observation, text: &str) -> ActionKey {
+        let element = observation
+            .elements
+            .iter()
+            .find(|e| e.text == text)
+            .unwrap();
+        ActionKey::on(ActionType::Click, crate::screen::signature(element))
+    }
+
     /// The key of `kind` on the first element of `observation` of class `class`.
     fn key_on(observation: &Observation, class: &str, kind: ActionType) -> ActionKey {
         let element = observation
@@ -777,10 +787,7 @@ mod tests {
         let mut graph = Graph::new();
         let results = page_with_list("Main", &["Menu"], &["header", "a", "b", "c", "d"]);
         let page = graph.observe(&Screen::of(&results));
-        let row = |label: &str| {
-            let element = results.elements.iter().find(|e| e.text == label).unwrap();
-            ActionKey::on(ActionType::Click, crate::screen::signature(element))
-        };
+        let row = |label: &str| click_on(&results, label);
         assert_eq!(graph.promise(page, &row("d"), Rank::Text), 1.0);
         graph.record_edge(page, &row("a"), page, false);
         graph.record_edge(page, &row("b"), page, false);
@@ -826,10 +833,7 @@ mod tests {
         }
         let mut graph = Graph::new();
         let at = graph.observe(&Screen::of(&dialog));
-        let choice = |label: &str| {
-            let element = dialog.elements.iter().find(|e| e.text == label).unwrap();
-            ActionKey::on(ActionType::Click, crate::screen::signature(element))
-        };
+        let choice = |label: &str| click_on(&dialog, label);
         assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0);
         // Two choices that left the dialog as it was: the others of the group promise a third.
         graph.record_edge(at, &choice("a"), at, false);

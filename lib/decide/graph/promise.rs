@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Graph, LedAway, ScreenIndex};
 use crate::events::ActionType;
-use crate::screen::{is_radio, list_of, shape, ActionKey, Rank, Screen, Widget};
+use crate::screen::{is_radio, list_of, parent_of, shape, ActionKey, Rank, Screen, Widget};
 
 /// What an action is, for actions that behave alike: a gesture on a scrollable container, by
 /// the activity, the element's class and resource id and whether it is the container's main
@@ -51,9 +51,7 @@ impl Kind {
             Rank::ListScroll | Rank::Gesture => None,
             // The choices of one group (a sort order, a date format), whatever their ids.
             Rank::Text if radio => {
-                let group = element
-                    .parent
-                    .and_then(|id| elements.iter().find(|e| e.element_id == id));
+                let group = parent_of(elements, element);
                 Some(Item {
                     screen: Some(screen),
                     list_class: group.map(|g| g.class_name.clone()).unwrap_or_default(),
