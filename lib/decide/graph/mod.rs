@@ -524,15 +524,16 @@ impl Graph {
                 screen.discoveries += u32::from((first_seen || renewed) && to != from);
             }
             let kind = screen.kinds.get(key).cloned();
-            let records = kind
-                .map(|kind| self.by_kind.entry(kind).or_default())
-                .into_iter()
-                .chain(
-                    key.widget
-                        .is_some()
-                        .then(|| self.by_widget.entry(key.clone()).or_default()),
-                );
-            for record in records {
+            // A choice that closed its dialog or picker, back where it was opened from, did
+            // what back does: it says the group's other choices show nothing new either.
+            let closed = screen.parent == Some(to);
+            if let Some(kind) = kind {
+                let record = self.by_kind.entry(kind).or_default();
+                record.tried += 1;
+                record.away += u32::from(to != from && !closed);
+            }
+            if key.widget.is_some() {
+                let record = self.by_widget.entry(key.clone()).or_default();
                 record.tried += 1;
                 record.away += u32::from(to != from);
             }
@@ -841,6 +842,19 @@ mod tests {
         assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0 / 3.0);
         // The dialog's button is no choice of the group.
         assert_eq!(graph.promise(at, &click("OK"), Rank::Text), 1.0);
+
+        // A choice that closed the dialog, back on the page it was opened from, did what back
+        // does: the others promise half.
+        let mut graph = Graph::new();
+        let page = graph.observe(&Screen::of(&screen("Main", "0", &["Format", "About"])));
+        let at = graph.observe(&Screen::of(&dialog));
+        graph.record_edge(page, &click("Format"), at, false);
+        graph.record_edge(at, &choice("a"), page, false);
+        assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0 / 2.0);
+        // One that led elsewhere keeps their promise.
+        let elsewhere = graph.observe(&Screen::of(&screen("Main", "0", &["Preview"])));
+        graph.record_edge(at, &choice("b"), elsewhere, false);
+        assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 2.0 / 3.0);
     }
 
     /// A page of `activity` with buttons "A" and "B" and a label showing `label` (no action: the
@@ -1279,6 +1293,43 @@ mod tests {
         assert_eq!(
             graph.promise(lock, &click("OK"), Rank::Text),
             Rank::Text.promise()
+        );
+    }
+
+    #[test]
+    fn a_switch_that_showed_its_screen_in_another_state_promises_in_full_on_a_sibling() {
+        // A camera: the front camera has no flash; the video page is a sibling of the photo
+        // page, not a state of it.
+        let photo = ["Toggle", "Flash", "Shutter", "Settings", "Video"];
+        let video = ["Toggle", "Flash", "Shutter", "Settings", "Photo", "Record"];
+        let front = ["Toggle", "Shutter", "Settings", "Video"];
+        let mut graph = Graph::new();
+        let back_photo = graph.observe(&Screen::of(&screen("Camera", "0", &photo)));
+        let front_photo = graph.observe(&Screen::of(&screen("Camera", "0", &front)));
+        let back_video = graph.observe(&Screen::of(&screen("Camera", "0", &video)));
+        graph.record_edge(back_photo, &click("Toggle"), front_photo, false);
+        // On the video page the switch shows the video page in another state, not the photo
+        // page's: it promises in full.
+        assert_eq!(
+            graph.promise(back_video, &click("Toggle"), Rank::Text),
+            Rank::Text.promise()
+        );
+        // On the state it showed, it leads back.
+        assert_eq!(
+            graph.promise(front_photo, &click("Toggle"), Rank::Text),
+            Rank::Text.promise() * SIBLING_TRIED
+        );
+        // A tab selects itself on the page it opens: another page, the same from every tab.
+        let mut tabs = Graph::new();
+        let mut selected = screen("Camera", "0", &front);
+        selected.elements[0].selected = true;
+        let back_photo = tabs.observe(&Screen::of(&screen("Camera", "0", &photo)));
+        let front_photo = tabs.observe(&Screen::of(&selected));
+        let back_video = tabs.observe(&Screen::of(&screen("Camera", "0", &video)));
+        tabs.record_edge(back_photo, &click("Toggle"), front_photo, false);
+        assert_eq!(
+            tabs.promise(back_video, &click("Toggle"), Rank::Text),
+            Rank::Text.promise() * SIBLING_TRIED
         );
     }
 

@@ -95,7 +95,7 @@ impl Kind {
 }
 
 /// First outcomes of actions of one [`Kind`]: how many, and how many led away from their
-/// screen.
+/// screen (not back to the screen it was first reached from: a choice that closed its dialog).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct KindRecord {
     pub(super) tried: u32,
@@ -125,6 +125,11 @@ pub(super) struct SiblingEvidence {
     varies: bool,
     /// A target is the screen itself or one of its siblings.
     among_siblings: bool,
+    /// A target is the screen itself.
+    led_here: bool,
+    /// Moves that showed another page rather than their screen in another state (see
+    /// [`Graph::changed_state`]).
+    pages: usize,
 }
 
 /// An untried widget that led away from a sibling screen (one sharing most of its actions: a
@@ -257,10 +262,20 @@ impl Graph {
             evidence.varies |= evidence.target.is_some_and(|target| target != to);
             evidence.target.get_or_insert(to);
             evidence.among_siblings |= to == screen || self.siblings(screen, to);
+            evidence.led_here |= to == screen;
+            evidence.pages += usize::from(!self.changed_state(other, to, key));
         }
         evidence.seen = moves.len();
         match *evidence {
             SiblingEvidence { moves: 0, .. } => 1.0,
+            // A switch (front or back camera, grid or list) shows its screen in another state:
+            // on this screen, a state of this one, not the sibling's. (A choice of a list or a
+            // group, or a toggle, sets what it sets whatever the state.)
+            SiblingEvidence {
+                pages: 0,
+                led_here: false,
+                ..
+            } if self.is_switch(screen, key) => 1.0,
             SiblingEvidence {
                 among_siblings: true,
                 ..
@@ -269,6 +284,35 @@ impl Graph {
             SiblingEvidence { varies: false, .. } => SIBLING_TRIED,
             _ => SIBLING_VARIES,
         }
+    }
+
+    /// Whether `key` on `screen` is a widget on its own: no item of a list or a group (see
+    /// [`Kind`]), no toggle.
+    fn is_switch(&self, screen: ScreenIndex, key: &ActionKey) -> bool {
+        self.screens.get(screen).is_some_and(|node| {
+            !node.kinds.contains_key(key)
+                && node
+                    .actions
+                    .get(key)
+                    .is_some_and(|rank| !matches!(rank, Rank::Toggle | Rank::Chosen))
+        })
+    }
+
+    /// Whether `key` tapped on `from` showed `from` in another state rather than another page:
+    /// the same actions, give or take [`STATE_EXTRA`], and the tapped widget not shown selected
+    /// (a tab selects itself on the page it opens).
+    pub(super) fn changed_state(
+        &self,
+        from: ScreenIndex,
+        to: ScreenIndex,
+        key: &ActionKey,
+    ) -> bool {
+        let selected = key.widget.as_ref().is_some_and(|w| {
+            self.screens
+                .get(to)
+                .is_some_and(|screen| screen.selected.contains(w))
+        });
+        !selected && (self.is_state_of(to, from) || self.is_state_of(from, to))
     }
 
     /// Remembers, on `to` just reached from `from` for the first time, the actions on widgets
