@@ -524,16 +524,15 @@ impl Graph {
                 screen.discoveries += u32::from((first_seen || renewed) && to != from);
             }
             let kind = screen.kinds.get(key).cloned();
-            // A choice that closed its dialog or picker, back where it was opened from, did
-            // what back does: it says the group's other choices show nothing new either.
-            let closed = screen.parent == Some(to);
-            if let Some(kind) = kind {
-                let record = self.by_kind.entry(kind).or_default();
-                record.tried += 1;
-                record.away += u32::from(to != from && !closed);
-            }
-            if key.widget.is_some() {
-                let record = self.by_widget.entry(key.clone()).or_default();
+            let records = kind
+                .map(|kind| self.by_kind.entry(kind).or_default())
+                .into_iter()
+                .chain(
+                    key.widget
+                        .is_some()
+                        .then(|| self.by_widget.entry(key.clone()).or_default()),
+                );
+            for record in records {
                 record.tried += 1;
                 record.away += u32::from(to != from);
             }
@@ -842,19 +841,6 @@ mod tests {
         assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0 / 3.0);
         // The dialog's button is no choice of the group.
         assert_eq!(graph.promise(at, &click("OK"), Rank::Text), 1.0);
-
-        // A choice that closed the dialog, back on the page it was opened from, did what back
-        // does: the others promise half.
-        let mut graph = Graph::new();
-        let page = graph.observe(&Screen::of(&screen("Main", "0", &["Format", "About"])));
-        let at = graph.observe(&Screen::of(&dialog));
-        graph.record_edge(page, &click("Format"), at, false);
-        graph.record_edge(at, &choice("a"), page, false);
-        assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0 / 2.0);
-        // One that led elsewhere keeps their promise.
-        let elsewhere = graph.observe(&Screen::of(&screen("Main", "0", &["Preview"])));
-        graph.record_edge(at, &choice("b"), elsewhere, false);
-        assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 2.0 / 3.0);
     }
 
     /// A page of `activity` with buttons "A" and "B" and a label showing `label` (no action: the

@@ -95,7 +95,7 @@ impl Kind {
 }
 
 /// First outcomes of actions of one [`Kind`]: how many, and how many led away from their
-/// screen (not back to the screen it was first reached from: a choice that closed its dialog).
+/// screen.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct KindRecord {
     pub(super) tried: u32,
