@@ -127,16 +127,17 @@ pub(super) struct SiblingEvidence {
     among_siblings: bool,
     /// A target is the screen itself.
     led_here: bool,
-    /// Moves that showed another page rather than their screen in another state (see
+    /// A move showed another page rather than its screen in another state (see
     /// [`Graph::changed_state`]).
-    pages: usize,
+    another_page: bool,
 }
 
 /// An untried widget that led away from a sibling screen (one sharing most of its actions: a
 /// tab bar, a toolbar, an overflow menu) usually leads where it led from the sibling: its promise
 /// is scaled by how sure that is. Sure when it led to this screen or one of its siblings (a tab
 /// bar) or to one screen from two siblings or more. (One that did nothing on a sibling may just
-/// have been disabled there.)
+/// have been disabled there.) A switch is not: one that only ever showed its sibling in another
+/// state shows this screen in another state too (see [`Graph::sibling_scale`]).
 pub(super) const SIBLING_TRIED: f64 = 0.125;
 
 /// What an action on a widget selected on the screen before promises: tapping the tab or mode
@@ -263,7 +264,7 @@ impl Graph {
             evidence.target.get_or_insert(to);
             evidence.among_siblings |= to == screen || self.siblings(screen, to);
             evidence.led_here |= to == screen;
-            evidence.pages += usize::from(!self.changed_state(other, to, key));
+            evidence.another_page |= !self.changed_state(other, to, key);
         }
         evidence.seen = moves.len();
         match *evidence {
@@ -272,7 +273,7 @@ impl Graph {
             // on this screen, a state of this one, not the sibling's. (A choice of a list or a
             // group, or a toggle, sets what it sets whatever the state.)
             SiblingEvidence {
-                pages: 0,
+                another_page: false,
                 led_here: false,
                 ..
             } if self.is_switch(screen, key) => 1.0,
@@ -301,12 +302,7 @@ impl Graph {
     /// Whether `key` tapped on `from` showed `from` in another state rather than another page:
     /// the same actions, give or take [`STATE_EXTRA`], and the tapped widget not shown selected
     /// (a tab selects itself on the page it opens).
-    pub(super) fn changed_state(
-        &self,
-        from: ScreenIndex,
-        to: ScreenIndex,
-        key: &ActionKey,
-    ) -> bool {
+    fn changed_state(&self, from: ScreenIndex, to: ScreenIndex, key: &ActionKey) -> bool {
         let selected = key.widget.as_ref().is_some_and(|w| {
             self.screens
                 .get(to)
