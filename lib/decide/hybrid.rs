@@ -6,7 +6,7 @@
 //! the heuristic's (Laplace's rule over each side's steps): a model that finds less waits until
 //! the heuristic's own rate has fallen to its, and one that finds twice as much is asked after
 //! fewer quiet steps. The model decides at most [`HybridConfig::model_share`] percent of the
-//! run's steps.
+//! run's steps, and a turn starts only when that share holds all its calls.
 
 use super::provider::ProviderConfig;
 
@@ -100,10 +100,11 @@ impl Plateau {
         }
     }
 
-    /// Whether the model is worth a turn: it was not asked yet, or its steps found new states
-    /// at least as often as the heuristic's (Laplace's rule over each side's steps).
+    /// Whether the model is worth a turn: its share has room for the turn's calls, and it was
+    /// not asked yet or its steps found new states at least as often as the heuristic's
+    /// (Laplace's rule over each side's steps).
     fn model_pays(&self) -> bool {
-        if !self.within_share() {
+        if !self.room_for_turn() {
             return false;
         }
         self.model_steps == 0
@@ -115,6 +116,14 @@ impl Plateau {
     fn within_share(&self) -> bool {
         let steps = self.heuristic_steps + self.model_steps;
         100 * u64::from(self.model_steps) < u64::from(self.model_share) * u64::from(steps.max(1))
+    }
+
+    /// Whether the model's share holds a whole turn ([`HybridConfig::model_calls`] calls) on
+    /// top of the steps so far: a turn cut short by the share after one call has walked a step
+    /// towards a screen the heuristic then walks away from.
+    fn room_for_turn(&self) -> bool {
+        let steps = u64::from(self.heuristic_steps + self.model_steps + self.model_calls);
+        100 * u64::from(self.model_steps + self.model_calls) <= u64::from(self.model_share) * steps
     }
 
     /// Quiet steps that make a plateau: fewer once the model's steps found new states at least
@@ -179,10 +188,6 @@ impl Plateau {
                 to: Phase::Heuristic,
                 why: "the model found a new state: the heuristic decides".to_string(),
             }),
-            Phase::Model if !self.within_share() => Some(Switch {
-                to: Phase::Heuristic,
-                why: "the model decided its share of the steps: the heuristic decides".to_string(),
-            }),
             Phase::Model if self.calls >= self.model_calls => {
                 self.gave_up = true;
                 Some(Switch {
@@ -193,6 +198,10 @@ impl Plateau {
                     ),
                 })
             }
+            Phase::Model if !self.within_share() => Some(Switch {
+                to: Phase::Heuristic,
+                why: "the model decided its share of the steps: the heuristic decides".to_string(),
+            }),
             Phase::Model => None,
         };
         if let Some(switch) = &switch {
@@ -255,6 +264,26 @@ mod tests {
         assert!(switch.unwrap().why.contains("its share of the steps"));
         assert_eq!(p.step(1, true), (Phase::Heuristic, None));
         assert!(p.gave_up());
+    }
+
+    #[test]
+    fn a_turn_starts_only_when_the_share_holds_all_its_calls() {
+        // A share of a fifth and turns of four calls: the first plateau (two quiet steps) comes
+        // before the share holds four calls: the model waits until its four calls and the
+        // sixteen steps before them make twenty.
+        let mut p = shared(2, 4, 20);
+        let first = (1..=40u32).find(|_| p.step(1, false).0 == Phase::Model);
+        assert_eq!(first, Some(16));
+        // Its four calls find nothing, yet every one of them is made: no turn is cut short.
+        for _ in 0..3 {
+            assert_eq!(p.step(1, false).0, Phase::Model);
+        }
+        let (phase, switch) = p.step(1, false);
+        assert_eq!(phase, Phase::Heuristic);
+        assert!(switch
+            .unwrap()
+            .why
+            .starts_with("4 model calls found no new state"));
     }
 
     #[test]
