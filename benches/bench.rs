@@ -1473,7 +1473,7 @@ fn runs_in_parallel(app: &str, label: &str, seeds: u64, steps: u64) -> Vec<explo
 
 /// The deciders `DECIDERS` names: `heuristic`, `dfs`, `random`, and the model deciders with the
 /// stand-in model (tests/support/stand_in.rs) in text mode: `hybrid-oracle`, `hybrid-random`
-/// (the hybrid with its defaults, K 8 and L 4, or `PLATEAU_STEPS` and `PLATEAU_MODEL_CALLS`) and `llm-oracle`, `llm-random` (the model
+/// (the hybrid with its defaults, K 6 and L 4, or `PLATEAU_STEPS` and `PLATEAU_MODEL_CALLS`) and `llm-oracle`, `llm-random` (the model
 /// deciding every step).
 const DECIDER_LABELS: &[&str] = &[
     "heuristic",

@@ -481,7 +481,7 @@ pub const KNOWN: &[(&str, bool, Option<&str>)] = &[
     ("max_duration", false, Some("600")),
     // The hybrid decider (docs/decide.md): its model's provider, K, L and its share of the steps.
     ("hybrid_provider", false, Some("gemini")),
-    ("plateau_steps", false, Some("8")),
+    ("plateau_steps", false, Some("6")),
     ("plateau_model_calls", false, Some("4")),
     ("model_share", false, Some("20")),
 ];

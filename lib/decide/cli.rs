@@ -104,7 +104,7 @@ pub struct DeciderArgs {
     pub hybrid_provider: Option<ProviderArg>,
     /// Hybrid: steps without a new screen state before the model decides (K; a model whose
     /// steps found new states less often than the heuristic's waits longer) [default:
-    /// `config set plateau_steps`, DROID_PLATEAU_STEPS, 8]
+    /// `config set plateau_steps`, DROID_PLATEAU_STEPS, 6]
     #[arg(long, value_name = "K")]
     pub plateau_steps: Option<u32>,
     /// Hybrid: model calls without a new screen state before the heuristic decides again (L)

@@ -11,7 +11,7 @@
 use super::provider::ProviderConfig;
 
 /// Steps without a new state before the model is asked (`plateau_steps`).
-pub const PLATEAU_STEPS: u32 = 8;
+pub const PLATEAU_STEPS: u32 = 6;
 
 /// The most of a run's steps, in percent, the model decides (`model_share`).
 pub const MODEL_SHARE: u32 = 20;
