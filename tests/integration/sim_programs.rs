@@ -331,3 +331,25 @@ fn forwards_are_listed_and_refused_as_a_device_refuses_them_and_run_as_refuses_r
         "run-as: usage: run-as <package-name> [--user <uid>] <command> [<args>]\n"
     );
 }
+
+/// A system app runs as a system uid, which the activity manager writes as a number: starting
+/// Settings logs `Start proc PID:com.android.settings/1000`, and the device goes on answering.
+#[test]
+fn a_system_app_started_is_logged_with_its_system_uid() {
+    let Some(adb) = adb_binary() else {
+        return;
+    };
+    let sim = SimProcess::start(&["--app", "builtin:tiny"]);
+    let (_, _, status) = shell(
+        adb,
+        &sim,
+        "monkey -p com.android.settings -c android.intent.category.LAUNCHER 1",
+    );
+    assert_eq!(status, Some(0));
+    let (log, _, status) = shell(adb, &sim, "logcat -d -s ActivityManager");
+    assert_eq!(status, Some(0));
+    let started = regex::Regex::new(r"Start proc \d+:com\.android\.settings/1000 ").unwrap();
+    assert!(started.is_match(&log), "{log}");
+    let (focus, _, _) = shell(adb, &sim, "dumpsys window windows");
+    assert!(focus.contains(":1000}"), "{focus}");
+}

@@ -2,7 +2,7 @@
 //! started and gone, activities started, an app that stopped responding).
 
 use super::logcat::Buffer;
-use super::procfs::package_uid;
+use super::procfs::{package_uid, short_uid};
 use super::{guard, Phone, SYSTEM_SERVER};
 use crate::sim::component::{full_class, short_component};
 use crate::sim::system::{self, LAUNCHER_PACKAGE};
@@ -104,8 +104,8 @@ impl Phone {
                     'I',
                     "ActivityManager",
                     &format!(
-                        "Start proc {pid}:{package}/u0a{} for pre-top-activity {{{}}}",
-                        package_uid(package) - 10000,
+                        "Start proc {pid}:{package}/{} for pre-top-activity {{{}}}",
+                        short_uid(package_uid(package)),
                         short_component(package, &full_class(package, &front.activity))
                     ),
                 );

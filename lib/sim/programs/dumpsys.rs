@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use sha2::{Digest, Sha256};
 
-use super::procfs::package_uid;
+use super::procfs::{package_uid, short_uid};
 use super::Phone;
 use crate::sim::component::{full_class, short_component};
 use crate::sim::model::Node;
@@ -130,12 +130,12 @@ fn window(args: &[String], state: &Snapshot) -> String {
     );
     // API 29+ no longer print the focus in this section (see the fixtures).
     let windows = format!(
-        "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{{} u0 NavigationBar0}}:\n    mDisplayId=0 rootTaskId=1 mSession=Session{{5fcd691 820:u0a10086}}\n    mOwnerUid=10086 showForAllUsers=true package=com.android.systemui appop=NONE\n  Window #1 Window{{{} u0 StatusBar}}:\n    mDisplayId=0 rootTaskId=1 mSession=Session{{5fcd691 820:u0a10086}}\n    mOwnerUid=10086 showForAllUsers=true package=com.android.systemui appop=NONE\n  Window #2 {window}:\n    mDisplayId=0 rootTaskId={} mSession=Session{{8d1c2a0 {}:u0a{}}}\n    mOwnerUid={} showForAllUsers=false package={} appop=NONE\n    mViewVisibility=0x0 mHaveFrame=true mObscured=false\n\n  mTopFocusedDisplayId=0\n  mSystemBooted=true mDisplayEnabled=true\n",
+        "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{{} u0 NavigationBar0}}:\n    mDisplayId=0 rootTaskId=1 mSession=Session{{5fcd691 820:u0a10086}}\n    mOwnerUid=10086 showForAllUsers=true package=com.android.systemui appop=NONE\n  Window #1 Window{{{} u0 StatusBar}}:\n    mDisplayId=0 rootTaskId=1 mSession=Session{{5fcd691 820:u0a10086}}\n    mOwnerUid=10086 showForAllUsers=true package=com.android.systemui appop=NONE\n  Window #2 {window}:\n    mDisplayId=0 rootTaskId={} mSession=Session{{8d1c2a0 {}:{}}}\n    mOwnerUid={} showForAllUsers=false package={} appop=NONE\n    mViewVisibility=0x0 mHaveFrame=true mObscured=false\n\n  mTopFocusedDisplayId=0\n  mSystemBooted=true mDisplayEnabled=true\n",
         short_hash("NavigationBar0"),
         short_hash("StatusBar"),
         task_id(&state.foreground.package),
         state.pid(&state.foreground.package).unwrap_or(0),
-        package_uid(&state.foreground.package).saturating_sub(10000),
+        short_uid(package_uid(&state.foreground.package)),
         package_uid(&state.foreground.package),
         state.foreground.package,
     );

@@ -79,6 +79,18 @@ pub const RESIDENT_APPS: &[(u32, &str)] = &[
     (1480, "com.android.launcher3"),
 ];
 
+/// A uid as the activity manager writes it (`UserHandle.formatUid`, user 0): `u0a86` for an
+/// app's uid 10086, the number itself for a system uid (`1000`).
+pub fn short_uid(uid: u32) -> String {
+    match uid.checked_sub(FIRST_APPLICATION_UID) {
+        Some(app_id) => format!("u0a{app_id}"),
+        None => uid.to_string(),
+    }
+}
+
+/// The first uid of an installed app; below it, the system's own uids.
+const FIRST_APPLICATION_UID: u32 = 10000;
+
 /// The uid a package runs as (`userId=` in `dumpsys package`, `u0_aNN` in `ps`).
 pub fn package_uid(package: &str) -> u32 {
     match package {
@@ -410,5 +422,11 @@ mod tests {
             package_uid("com.example.shop")
         );
         assert!(package_uid("com.example.shop") >= 10000);
+    }
+
+    #[test]
+    fn system_uids_are_written_as_numbers_and_app_uids_as_app_ids() {
+        assert_eq!(short_uid(package_uid("com.android.settings")), "1000");
+        assert_eq!(short_uid(package_uid("com.android.systemui")), "u0a86");
     }
 }
