@@ -9,7 +9,7 @@ use droid::crawl;
 use droid::decide::prompt::PromptSettings;
 use droid::decide::{Config, Decider};
 use droid::device::{AdbDevice, DeviceConfig};
-use droid::events::{ActionType, Event, Observation};
+use droid::events::{ActionType, Event, NoteKind, Observation};
 use droid::sim::model::AppModel;
 use droid::sim::{Sim, SimConfig};
 use serde_json::Value;
@@ -107,13 +107,25 @@ impl Run {
                 _ => None,
             })
             .collect();
+        // A crash is noted at the step whose action crashed the app (a walk's tap after its back).
+        let crashed: BTreeSet<u64> = self
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Note(note) if note.kind == NoteKind::Crash => note.step,
+                _ => None,
+            })
+            .collect();
         let on_launcher =
             |o: &Observation| o.package.as_deref() == Some(droid::sim::system::LAUNCHER_PACKAGE);
         // The decision of step n is made on the n-th observation; the next one shows its outcome.
         (1..)
             .zip(self.observed.windows(2))
             .filter(|(step, pair)| {
-                backs.contains(step) && !on_launcher(&pair[0].0) && on_launcher(&pair[1].0)
+                backs.contains(step)
+                    && !crashed.contains(step)
+                    && !on_launcher(&pair[0].0)
+                    && on_launcher(&pair[1].0)
             })
             .count()
     }
