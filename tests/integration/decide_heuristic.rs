@@ -518,9 +518,24 @@ fn a_form_showing_new_text_of_its_own_is_submitted_again() {
     assert_eq!(labels_of(&other, &choice.actions), ["Diary.txt", "SAVE"]);
 }
 
+/// `screen` with its first element, a field, made an editor: most of a 2400-pixel screen tall,
+/// below the screen's other widgets.
+fn with_editor_first(screen: Observation) -> Observation {
+    let mut screen = with_field_first(screen);
+    screen.screen_size = Some([1080, 2400]);
+    let below = screen
+        .elements
+        .iter()
+        .map(|e| e.bounds.y2)
+        .max()
+        .unwrap_or(0);
+    screen.elements[0].bounds = Bounds::from([0, below + 10, 1080, 2300]);
+    screen
+}
+
 /// A note editor showing `text` in its field, with an "Undo" button.
 fn editor(text: &str) -> Observation {
-    with_field_first(buttons("Note", &[text, "Undo"]))
+    with_editor_first(buttons("Note", &[text, "Undo"]))
 }
 
 /// The heuristic's decision on `screen`: the labels its actions target, and the texts they type.
@@ -565,7 +580,7 @@ fn a_field_showing_new_text_of_its_own_is_typed_into_as_on_an_unseen_screen() {
     let mut decide = |screen: &Observation| labels_and_texts(&mut heuristic, screen);
     decide(&home);
     // A written note: typing and back both leave it as it was.
-    let field_only = |text: &str| with_field_first(buttons("Note", &[text]));
+    let field_only = |text: &str| with_editor_first(buttons("Note", &[text]));
     assert_eq!(
         decide(&field_only("2023.6.10 Sunny")).0,
         ["2023.6.10 Sunny"]
@@ -702,7 +717,7 @@ fn an_option_owed_a_try_as_found_is_not_clicked_on_the_form_filled_and_chosen() 
 /// Notes' main page showing a note whose text is `text`, and its "New note" button; then the
 /// new note dialog: what creating a note goes through.
 fn main_and_dialog(text: &str) -> (Observation, Observation) {
-    let main = with_field_first(buttons("Main", &[text, "New note"]));
+    let main = with_editor_first(buttons("Main", &[text, "New note"]));
     (main, new_note_dialog("Label", false))
 }
 
@@ -1266,4 +1281,43 @@ fn back_on_the_first_screen_is_tried_once_its_own_actions_are() {
     // The app showed its first screen again (an exit dialog declined): on to the untried widget.
     let next = decide(&home);
     assert_ne!(labels_of(&home, &next.actions), ["back"], "{next:?}");
+}
+
+/// A screen with a one-line field at the top (a search bar), buttons with words below it, and
+/// no submit: `editor_height` makes the field that tall instead, on a 2400-pixel screen.
+fn field_over_buttons(editor_height: Option<i32>) -> Observation {
+    let mut screen = with_field_first(buttons("Lists", &["", "Settings", "About"]));
+    screen.elements[0].resource_id = "com.example:id/add_item".into();
+    if let Some(height) = editor_height {
+        screen.screen_size = Some([1080, 2400]);
+        screen.elements[0].bounds = Bounds::from([0, 100, 1080, 100 + height]);
+        for (i, button) in screen.elements.iter_mut().enumerate().skip(1) {
+            let top = 100 + height + i as i32 * 150;
+            button.bounds = Bounds::from([0, top, 1080, top + 120]);
+        }
+    }
+    screen
+}
+
+#[test]
+fn a_field_without_a_submit_waits_for_the_widgets_with_words_but_an_editor_does_not() {
+    let screen = field_over_buttons(None);
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let choice = heuristic.decide(&Screen::of(&screen));
+        let typed = choice.actions.iter().any(|a| a.action == ActionType::Input);
+        order.push(match typed {
+            true => "typed".to_string(),
+            false => labels_of(&screen, &choice.actions).join(", "),
+        });
+    }
+    order[..2].sort();
+    assert_eq!(order, ["About", "Settings", "typed"]);
+
+    // A field a third of the screen tall is the screen's content: it is filled first.
+    let editor = field_over_buttons(Some(800));
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let choice = heuristic.decide(&Screen::of(&editor));
+    assert_eq!(choice.actions[0].action, ActionType::Input);
 }

@@ -17,6 +17,13 @@ use crate::ui::UiElement;
 /// than any untried widget's.
 pub(super) const REFILL_PROMISE: f64 = 0.1;
 
+/// The least promise of an untried widget that goes before filling a field with no control of
+/// its own (see [`Heuristic::untried_here`]): a widget with words, a list's scroll.
+pub(super) const LONE_FIELD_WAITS_FOR: f64 = 1.0;
+
+/// A field at least 1/n of the screen's height tall is an editor (see [`is_editor`]).
+pub(super) const EDITOR_SHARE: i64 = 3;
+
 /// The best untried actions on the current screen.
 pub(super) struct Local {
     pub(super) actions: Vec<Action>,
@@ -119,6 +126,20 @@ impl Heuristic {
             false => widgets.into_iter().filter(|w| w.control).collect(),
         };
         let next = self.best(screen, elements, candidates);
+        // A field with no control of its own to submit it (a search bar, an "add" box) waits
+        // for the screen's widgets with words: typing shows the screen in another state, and
+        // what they do in the state as found is what a user meets first. An editor (a note, a
+        // message: typing is what the screen is for) is filled first.
+        let lone_field = !fields.is_empty()
+            && !untried_control
+            && !fields.iter().any(|(field, _)| is_editor(shown, field));
+        if lone_field {
+            if let Some((widget, promise)) = next.filter(|(_, p)| *p >= LONE_FIELD_WAITS_FOR) {
+                let why = "untried on this screen, before typing changes it";
+                let action = action_on(elements, widget.element, widget.key.kind.clone(), why);
+                return Some(Local::single(action, promise, None));
+            }
+        }
         // A list's hidden rows come before leaving the screen (a dismissive or risky widget).
         let scroll = self.graph.offers(screen, &SCROLL) && !self.graph.is_tried(screen, &SCROLL);
         let scroll_promise = self.graph.promise(screen, &SCROLL, Rank::ScreenScroll);
@@ -221,4 +242,16 @@ impl Heuristic {
         }
         dead
     }
+}
+
+/// Whether a field is an editor, the screen's content itself (a note's text, a message): at
+/// least 1/[`EDITOR_SHARE`] of the screen's height tall. Unknown size: no editor.
+fn is_editor(shown: &Screen, field: &UiElement) -> bool {
+    let observation = shown.observation();
+    let size = observation
+        .screen_size
+        .or_else(|| crate::capture::screen_size(&observation.elements, None));
+    size.is_some_and(|[_, height]| {
+        height > 0 && i64::from(field.bounds.height()) * EDITOR_SHARE >= i64::from(height)
+    })
 }
