@@ -479,13 +479,30 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         let spawned = std::thread::Builder::new()
             .name(format!("droid-sim-conn-{id}"))
             .spawn(move || {
-                serve(&conn_shared, &stream, id);
-                conn_shared.connections().remove(&id);
+                let served = Served {
+                    shared: &conn_shared,
+                    id,
+                };
+                serve(served.shared, &stream, id);
+                drop(served);
                 linger(&stream);
             });
         if spawned.is_err() {
             shared.connections().remove(&id);
         }
+    }
+}
+
+/// A connection being served: forgotten when served, or when serving it panicked (a defect),
+/// so its socket closes at once and the client gets an error, not a wait for its timeout.
+struct Served<'s> {
+    shared: &'s Shared,
+    id: u64,
+}
+
+impl Drop for Served<'_> {
+    fn drop(&mut self) {
+        self.shared.connections().remove(&self.id);
     }
 }
 
