@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use sha2::{Digest, Sha256};
 
-use super::procfs::{package_uid, short_uid};
+use super::procfs::{package_uid, session_uid};
 use super::Phone;
 use crate::sim::component::{full_class, short_component};
 use crate::sim::model::Node;
@@ -135,7 +135,7 @@ fn window(args: &[String], state: &Snapshot) -> String {
         short_hash("StatusBar"),
         task_id(&state.foreground.package),
         state.pid(&state.foreground.package).unwrap_or(0),
-        short_uid(package_uid(&state.foreground.package)),
+        session_uid(package_uid(&state.foreground.package)),
         package_uid(&state.foreground.package),
         state.foreground.package,
     );

@@ -88,6 +88,15 @@ pub fn short_uid(uid: u32) -> String {
     }
 }
 
+/// A uid as a window manager session writes it (`dumpsys window`'s `mSession=Session{… PID:UID}`):
+/// `u0a10086` for an app's uid 10086, as devices print it, the number itself for a system uid.
+pub fn session_uid(uid: u32) -> String {
+    match uid < FIRST_APPLICATION_UID {
+        true => uid.to_string(),
+        false => format!("u0a{uid}"),
+    }
+}
+
 /// The first uid of an installed app; below it, the system's own uids.
 const FIRST_APPLICATION_UID: u32 = 10000;
 
@@ -425,8 +434,11 @@ mod tests {
     }
 
     #[test]
-    fn system_uids_are_written_as_numbers_and_app_uids_as_app_ids() {
+    fn uids_are_written_as_the_activity_and_window_managers_write_them() {
         assert_eq!(short_uid(package_uid("com.android.settings")), "1000");
         assert_eq!(short_uid(package_uid("com.android.systemui")), "u0a86");
+        // As ../shared/fixtures/device/dumpsys/window_windows_*.txt show sessions.
+        assert_eq!(session_uid(package_uid("com.android.systemui")), "u0a10086");
+        assert_eq!(session_uid(package_uid("com.android.settings")), "1000");
     }
 }
