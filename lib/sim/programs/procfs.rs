@@ -37,7 +37,7 @@ impl Process {
             1000 => "system".to_string(),
             1036 => "logd".to_string(),
             2000 => "shell".to_string(),
-            uid if uid >= 10000 => format!("u0_a{}", uid - 10000),
+            uid if uid >= FIRST_APP_UID => format!("u0_a{}", uid - FIRST_APP_UID),
             uid => uid.to_string(),
         }
     }
@@ -52,7 +52,7 @@ impl Process {
     /// Thread ids: the main thread shares the pid; apps run a few more.
     fn threads(&self) -> Vec<u32> {
         let mut tids = vec![self.pid];
-        if self.uid >= 10000 {
+        if self.uid >= FIRST_APP_UID {
             // Kept clear of the pids the device hands out, which count up from a few thousand.
             tids.extend((1..=3).map(|k| 20000 + (self.pid % 1000) * 10 + k));
         }
@@ -82,7 +82,7 @@ pub const RESIDENT_APPS: &[(u32, &str)] = &[
 /// A uid as the activity manager writes it (`UserHandle.formatUid`, user 0): `u0a86` for an
 /// app's uid 10086, the number itself for a system uid (`1000`).
 pub fn short_uid(uid: u32) -> String {
-    match uid.checked_sub(FIRST_APPLICATION_UID) {
+    match uid.checked_sub(FIRST_APP_UID) {
         Some(app_id) => format!("u0a{app_id}"),
         None => uid.to_string(),
     }
@@ -91,14 +91,14 @@ pub fn short_uid(uid: u32) -> String {
 /// A uid as a window manager session writes it (`dumpsys window`'s `mSession=Session{… PID:UID}`):
 /// `u0a10086` for an app's uid 10086, as devices print it, the number itself for a system uid.
 pub fn session_uid(uid: u32) -> String {
-    match uid < FIRST_APPLICATION_UID {
+    match uid < FIRST_APP_UID {
         true => uid.to_string(),
         false => format!("u0a{uid}"),
     }
 }
 
-/// The first uid of an installed app; below it, the system's own uids.
-const FIRST_APPLICATION_UID: u32 = 10000;
+/// The first uid of an application (`AID_APP`); below it, the system's own uids.
+pub(super) const FIRST_APP_UID: u32 = 10_000;
 
 /// The uid a package runs as (`userId=` in `dumpsys package`, `u0_aNN` in `ps`).
 pub fn package_uid(package: &str) -> u32 {
@@ -195,7 +195,7 @@ pub fn ps(args: &[String], table: &[Process], own_pid: u32) -> String {
         if !(all || mine) || !named {
             continue;
         }
-        let (vsz, rss) = if process.uid >= 10000 {
+        let (vsz, rss) = if process.uid >= FIRST_APP_UID {
             (14_386_860, 98_484 + process.pid % 1000)
         } else {
             (10_932_508, 4_096 + process.pid % 512)
@@ -342,7 +342,11 @@ impl ProcFs<'_> {
     /// `/proc/PID/stat` (and a thread's): the fields `ps` and profilers read, times in ticks.
     fn task_stat(&self, process: &Process, tid: u32) -> String {
         let ticks = self.ticks();
-        let share = if process.uid >= 10000 { 40 } else { 400 };
+        let share = if process.uid >= FIRST_APP_UID {
+            40
+        } else {
+            400
+        };
         let utime = ticks / share + u64::from(tid % 7);
         let stime = ticks / (share * 2) + u64::from(tid % 3);
         let threads = process.threads().len();

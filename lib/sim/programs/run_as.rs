@@ -3,12 +3,9 @@
 //! apps, and an installed APK's manifest here declares no `android:debuggable`), so it refuses
 //! as AOSP's `run-as.cpp` does, with its checks in its order.
 
-use super::procfs::package_uid;
+use super::procfs::{package_uid, FIRST_APP_UID};
 use super::Phone;
 use crate::sim::shell::Output;
-
-/// The first uid of an application (`AID_APP`); below it, the system's.
-const FIRST_APP_UID: u32 = 10_000;
 
 impl Phone {
     pub(super) fn run_as(&self, args: &[String]) -> Output {

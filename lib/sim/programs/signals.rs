@@ -313,7 +313,7 @@ impl Phone {
             }
             return Delivery::Done;
         }
-        if process.uid < 10000 {
+        if process.uid < super::procfs::FIRST_APP_UID {
             return Delivery::NotPermitted;
         }
         if effect.is_some() {
