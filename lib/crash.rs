@@ -77,6 +77,8 @@ pub struct AnrData {
 
 /// The kind of the note that carries a [`MinimisedData`].
 pub const MINIMISED_NOTE: &str = "minimised";
+/// `halted` of a minimisation a replay's device error stopped.
+pub const DEVICE_HALT: &str = "device";
 
 /// `data` of a `note` of kind `minimised`: a crash's or an ANR's steps cut down to those it
 /// needs by replaying shorter subsequences of them (delta debugging), and how often the result
@@ -103,9 +105,13 @@ pub struct MinimisedData {
     /// 1-minimal and reproduced by every verifying replay.
     #[serde(default)]
     pub minimal: bool,
-    /// Why minimising stopped early: `budget` or `interrupted`.
+    /// Why minimising stopped early: `budget`, `interrupted`, or `device` (a replay met the
+    /// device's error, [`MinimisedData::error`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub halted: Option<String>,
+    /// The device's error that stopped minimising (`halted` is `device`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Replays spent minimising (verification not counted), and the seconds they took.
     #[serde(default)]
     pub replays: u32,
@@ -128,6 +134,16 @@ pub struct MinimisedData {
 }
 
 impl MinimisedData {
+    /// Why minimising stopped early, with the device's error when that stopped it:
+    /// `budget`, `device: no devices/emulators found`.
+    pub fn stopped_why(&self) -> String {
+        match (self.halted.as_deref(), &self.error) {
+            (Some(halt), Some(error)) => format!("{halt}: {error}"),
+            (Some(halt), None) => halt.to_string(),
+            (None, _) => String::new(),
+        }
+    }
+
     /// `reproduced 3 of 3 (reproduced)`, `reproduced 1 of 3 (flaky)`, or `unverified`.
     pub fn verdict_text(&self) -> String {
         match self.verdict.as_str() {

@@ -161,10 +161,11 @@ impl Minimised {
     /// `10 steps (from 20), 1-minimal; reproduced 3 of 3 (reproduced); 89 replays, 9.2 s`.
     pub fn summary(&self) -> String {
         let m = &self.data;
-        let shape = match (m.one_minimal, m.halted.as_deref()) {
-            (true, _) => "1-minimal".to_string(),
-            (false, Some(halt)) => format!("stopped ({halt})"),
-            (false, None) => "as recorded".to_string(),
+        let shape = match (m.one_minimal, m.halted.as_deref(), &m.error) {
+            (true, _, None) => "1-minimal".to_string(),
+            (true, _, Some(_)) => format!("1-minimal, stopped ({})", m.stopped_why()),
+            (false, Some(_), _) => format!("stopped ({})", m.stopped_why()),
+            (false, None, _) => "as recorded".to_string(),
         };
         let verdict = m.verdict_text();
         format!(

@@ -36,7 +36,9 @@ pub const MINIMISE_EXAMPLES: &str = "Examples:
   droid-crawl minimise --run RUN --sim builtin:shop --verify 5
 Each result is a `minimised` note in the run (droid-report shows it) and three files in its
 session folder's repro/: a Maestro flow, an adb shell script, the events `replay --events` takes.
-See docs/repro.md.";
+Exit status: 0 when every failure was minimised (whatever the verdicts), 1 when the device failed
+a replay (that failure is recorded as it stood, `halted: device`, and the rest are left), 2 on an
+error before anything was recorded. See docs/repro.md.";
 
 /// Where replays run and what they read: the device (or `--sim`), crawler.db, the test
 /// password.
@@ -256,14 +258,19 @@ impl MinimiseCommand {
     ) -> Result<(String, bool), CliError> {
         let done = self.run(stop, listener)?;
         let reproduced = done.iter().filter(|d| d.verdict == "reproduced").count();
+        let device_failed = done.iter().any(|d| d.error.is_some());
         Ok((
             format!(
                 "{} crashes and ANRs minimised, {reproduced} reproduced by every verifying \
-                 replay; `droid-report {}` shows them",
+                 replay{}; `droid-report {}` shows them",
                 done.len(),
+                match device_failed {
+                    true => ", then the device failed",
+                    false => "",
+                },
                 self.run
             ),
-            true,
+            !device_failed,
         ))
     }
 

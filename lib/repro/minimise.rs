@@ -31,7 +31,7 @@ use crate::device::AdbDevice;
 use crate::events::{Event, EventReader, Note, NoteKind};
 use crate::store::Store;
 
-pub use crate::crash::MINIMISED_NOTE;
+pub use crate::crash::{DEVICE_HALT, MINIMISED_NOTE};
 /// Where a run's minimal paths are exported, in its session folder.
 pub const EXPORT_FOLDER: &str = "repro";
 /// Where the replays of a run's minimisation keep their session folders.
@@ -261,7 +261,19 @@ pub fn minimise_run(
         listener.minimising(&progress);
         let minimised = minimiser.minimise(failure, progress, listener)?;
         minimiser.record(&minimised, listener)?;
+        let device_failed = minimised.error.is_some();
         done.push(minimised);
+        if device_failed {
+            // The device that failed one replay is not trusted with the next failure's.
+            let left = failures.len() - done.len();
+            if left > 0 {
+                listener.say(
+                    Level::Warn,
+                    &format!("the device failed: {left} more failures not minimised"),
+                );
+            }
+            break;
+        }
     }
     Ok(done)
 }
@@ -303,6 +315,9 @@ impl Minimiser<'_> {
         // failure gets `verify` tries).
         let mut start = None;
         let mut halted = None;
+        // The device's error when a replay met one: minimising stops there, and the failure is
+        // recorded as it stood.
+        let mut failed = None;
         let mut attempts = 0;
         for _ in 0..self.config.verify.max(1) {
             attempts += 1;
@@ -312,7 +327,11 @@ impl Minimiser<'_> {
                     break;
                 }
                 Ok(_) => {}
-                Err(Err(error)) => return Err(error),
+                Err(Err(error)) => {
+                    attempts -= 1;
+                    failed = Some(device_failure(error)?);
+                    break;
+                }
                 Err(Ok(halt)) => {
                     attempts -= 1;
                     halted = Some(halt);
@@ -320,7 +339,7 @@ impl Minimiser<'_> {
                 }
             }
         }
-        let never = start.is_none() && halted.is_none();
+        let never = start.is_none() && halted.is_none() && failed.is_none();
         let (steps, one_minimal) = match start {
             None => (whole.clone(), false),
             Some(start) => {
@@ -346,10 +365,10 @@ impl Minimiser<'_> {
                     };
                     ddmin(start, &mut test)
                 };
-                if let Some(error) = error {
-                    return Err(error);
+                match error {
+                    Some(error) => failed = Some(device_failure(error)?),
+                    None => halted = halted.or(found.halted),
                 }
-                halted = halted.or(found.halted);
                 (found.items, found.one_minimal)
             }
         };
@@ -361,7 +380,7 @@ impl Minimiser<'_> {
         let mut verify_runs = Vec::new();
         let mut reproduced = 0;
         let mut verified_by = None;
-        let verify = match (self.stopped, never) {
+        let verify = match (self.stopped || failed.is_some(), never) {
             (true, _) | (_, true) => 0,
             (false, false) => self.config.verify,
         };
@@ -369,7 +388,13 @@ impl Minimiser<'_> {
         progress.steps_now = steps.len();
         for _ in 0..verify {
             listener.minimising(&progress);
-            let replayed = self.replay(failure, &steps, Purpose::Verify, true, listener)?;
+            let replayed = match self.replay(failure, &steps, Purpose::Verify, true, listener) {
+                Ok(replayed) => replayed,
+                Err(error) => {
+                    failed = Some(device_failure(error)?);
+                    break;
+                }
+            };
             if replayed.status == "INTERRUPTED" {
                 self.stopped = true;
                 halted = Some(Halt::Interrupted);
@@ -422,7 +447,11 @@ impl Minimiser<'_> {
             minimal_steps,
             one_minimal,
             minimal: one_minimal && verdict == "reproduced",
-            halted: halted.map(|h| h.as_str().to_string()),
+            halted: match &failed {
+                Some(_) => Some(DEVICE_HALT.to_string()),
+                None => halted.map(|h| h.as_str().to_string()),
+            },
+            error: failed,
             replays,
             seconds: (seconds * 100.0).round() / 100.0,
             verify_replays,
@@ -657,12 +686,25 @@ impl Minimiser<'_> {
     }
 }
 
+/// The device's error, when `error` is one a replay meets from the device (the failure is then
+/// recorded as it stood, [`DEVICE_HALT`]); any other error is handed back.
+fn device_failure(error: MinimiseError) -> Result<String, MinimiseError> {
+    match error {
+        MinimiseError::Device(reason) => Ok(one_line(&reason)),
+        MinimiseError::Replay(replay::ReplayError::Device(error)) => {
+            Ok(one_line(&crate::filter::Chain(&error).to_string()))
+        }
+        other => Err(other),
+    }
+}
+
 /// `crash 4bc8fbd427e0f550: 20 steps → 6 (1-minimal), 31 replays in 1.2 s; reproduced 3 of 3`.
 pub fn describe(data: &MinimisedData) -> String {
-    let shape = match (data.one_minimal, data.halted.as_deref()) {
-        (true, _) => " (1-minimal)".to_string(),
-        (false, Some(halt)) => format!(" (stopped: {halt})"),
-        (false, None) => " (not reproduced from the recording)".to_string(),
+    let shape = match (data.one_minimal, data.halted.as_deref(), &data.error) {
+        (true, _, None) => " (1-minimal)".to_string(),
+        (true, _, Some(_)) => format!(" (1-minimal; stopped: {})", data.stopped_why()),
+        (false, Some(_), _) => format!(" (stopped: {})", data.stopped_why()),
+        (false, None, _) => " (not reproduced from the recording)".to_string(),
     };
     let verdict = data.verdict_text();
     format!(

@@ -1,8 +1,8 @@
 //! Crashes a developer can act on: droid-crawl's minimisation of a crawl's crashes (replays from
 //! a fresh launch, delta debugging, verification), its exports (the shell script run with the
 //! real `adb` against a fresh `droid-sim`, the Maestro flow read by a YAML parser, the events
-//! replayed by `droid-crawl replay`), a flaky crash told from a reproducible one, and a replay
-//! that diverges saying where.
+//! replayed by `droid-crawl replay`), a flaky crash told from a reproducible one, a device lost
+//! while minimising, and a replay that diverges saying where.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -338,6 +338,48 @@ fn a_crash_on_every_second_attempt_is_reported_flaky() {
     let output = steady.crawl("builtin:tiny", &["--max-steps", "20"]);
     let report = steady.report(&run_id(&events(&output)));
     assert_eq!(minimised_crash(&report).1["verdict"], "reproduced");
+}
+
+/// A device that goes away while a crash is minimised: the crash is recorded as it stood,
+/// unverified, with `halted: device` and the device's error, the report says so, and
+/// `droid-crawl minimise` exits 1.
+#[test]
+fn a_device_lost_while_minimising_is_recorded_with_its_error() {
+    let place = Place::new();
+    let output = place.crawl("builtin:tiny", &["--max-steps", "20", "--no-minimise"]);
+    let run = run_id(&events(&output));
+    // The simulator drops every socket after 60 commands and stays away 30 s; droid waits
+    // half a second for it.
+    let output = place.droid_crawl(&[
+        "minimise",
+        "--run",
+        &run,
+        "--sim",
+        "builtin:tiny",
+        "--sim-fault",
+        "disconnect-after:60:30",
+        "--wait-for-device",
+        "0.5",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("then the device failed"),
+        "{}",
+        stderr(&output)
+    );
+    let report = place.report(&run);
+    let (_, minimised) = minimised_crash(&report);
+    assert_eq!(minimised["halted"], "device", "{minimised:#}");
+    assert_eq!(minimised["verdict"], "unverified", "{minimised:#}");
+    assert_eq!(minimised["minimal"], false);
+    let error = minimised["error"].as_str().expect("the device's error");
+    assert!(error.contains("did not come back"), "{error}");
+    let text = droid("droid-report")
+        .args(["--db", &place.db(), &run, "--format", "text"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("stopped (device: "), "{text}");
 }
 
 /// A replay of a run on a new version of the app (where "Open list" opens the search) diverges
