@@ -1129,7 +1129,8 @@ fn coverage() {
 /// misses`, `PER_SCREEN` as for coverage, `DECIDER` one of [`DECIDER_LABELS`], the heuristic
 /// unless set): for each missed screen, the last move of
 /// `--check`'s walk to it, how often the run stood on that move's screen, and what it decided
-/// there each time (`TRACE=1`: every step; `REASONS=1`: each decision's reasoning too); a
+/// there each time (`TRACE=1`: every step, and a hybrid's switches; `KEEP_TRUTH=FILE`: the
+/// simulator's truth log kept; `REASONS=1`: each decision's reasoning too); a
 /// developer's tool, not a figure.
 fn misses() {
     let per_screen: u64 = env_number("PER_SCREEN", 3);
@@ -1176,6 +1177,23 @@ fn misses() {
                 _ => None,
             })
             .collect();
+        // A hybrid decider's changes of who decides, shown in the trace before their step.
+        let switches: BTreeMap<u64, Vec<&str>> = run
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                droid::events::Event::Note(n) if n.kind == droid::events::NoteKind::Switch => {
+                    Some((
+                        n.step.unwrap_or(0),
+                        n.message.as_deref().unwrap_or_default(),
+                    ))
+                }
+                _ => None,
+            })
+            .fold(BTreeMap::new(), |mut by_step, (step, why)| {
+                by_step.entry(step).or_insert_with(Vec::new).push(why);
+                by_step
+            });
         println!(
             "## {} (seed {seed}, {} steps, ended {}): {} of {}",
             app_name(app),
@@ -1202,6 +1220,9 @@ fn misses() {
                     .get(&step)
                     .map(|s| s.iter().map(|s| s.as_str()).collect())
                     .unwrap_or_default();
+                for why in switches.get(&step).into_iter().flatten() {
+                    println!("      ({why})");
+                }
                 println!(
                     "  {step:>3} {shown} [{}] {} → new {}",
                     key.rsplit('|').next().unwrap_or_default(),

@@ -377,7 +377,12 @@ pub fn with_sim<T>(app: &str, f: impl FnOnce(&AdbDevice, &Path, &Path) -> T) -> 
     })
     .unwrap();
     let device = AdbDevice::connect(DeviceConfig::loopback(sim.port(), sim.serial())).unwrap();
-    f(&device, &truth, dir.path())
+    let out = f(&device, &truth, dir.path());
+    // A developer reading a run input by input (the `misses` benchmark).
+    if let Some(copy) = std::env::var_os("KEEP_TRUTH") {
+        let _ = std::fs::copy(&truth, copy);
+    }
+    out
 }
 
 /// Notes the step at which each screen in the truth log's lines after the first `read` was
