@@ -1102,6 +1102,25 @@ mod tests {
     }
 
     #[test]
+    fn back_on_the_launch_screen_is_no_route() {
+        // Home was once shown on top of Extra, and back there showed Extra; Extra's button is
+        // untried. Once Home is the launch screen (a task's root after a relaunch), back there
+        // leaves the app: no walk goes through it.
+        let mut graph = Graph::new();
+        let extra = graph.observe(&Screen::of(&screen("Extra", "0", &["Open", "Button"])));
+        let home = graph.observe(&Screen::of(&screen("Home", "0", &["Go"])));
+        graph.record_edge(extra, &click("Open"), home, false);
+        graph.record_edge(home, &BACK, extra, false);
+        graph.observe(&Screen::of(&screen("Home", "0", &["Go"])));
+        assert_eq!(graph.follow(home, &BACK), Some(extra));
+        let plan = graph.plan(home, false, &none()).unwrap();
+        assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), extra));
+        graph.set_launch(home);
+        assert_eq!(graph.follow(home, &BACK), None);
+        assert_eq!(graph.plan(home, false, &none()), None);
+    }
+
+    #[test]
     fn a_distrusted_move_is_no_route_until_nothing_else_is_left() {
         let mut graph = Graph::new();
         let home = graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));

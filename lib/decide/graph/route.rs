@@ -248,14 +248,20 @@ impl Graph {
     }
 
     /// [`Graph::moves`], each with whether it is learned (not the untried back).
+    ///
+    /// Back on the launch screen is no move: right after a relaunch that screen is its task's
+    /// root, and back there leaves the app, whatever it showed when the screen was reached on
+    /// top of another.
     pub(super) fn moves_learned(
         &self,
         at: ScreenIndex,
     ) -> impl Iterator<Item = (&ActionKey, ScreenIndex, bool)> + '_ {
         let screen = &self.screens[at];
+        let root = self.launch == Some(at);
         let learned = screen
             .edges
             .iter()
+            .filter(move |(key, _)| !(root && **key == BACK))
             .filter(|(key, _)| !screen.stalled.contains(*key) && !screen.dead.contains(*key))
             .filter_map(move |(key, targets)| {
                 let most_seen = targets
@@ -266,7 +272,7 @@ impl Graph {
             });
         let back = screen
             .parent
-            .filter(|_| !screen.edges.contains_key(&BACK))
+            .filter(|_| !root && !screen.edges.contains_key(&BACK))
             .map(|parent| (&BACK, parent, false));
         learned.chain(back)
     }
