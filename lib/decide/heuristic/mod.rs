@@ -205,9 +205,13 @@ impl Heuristic {
     /// a state of the app in which tried actions lead on. A state left with untried actions
     /// that no known route reaches keeps the exploration going (relaunching, reviving routes,
     /// passes) until a limit ends the run: "explored" is never said of an app with something
-    /// known and not tried.
+    /// known and not tried, nor before the outcome of the last action taken is seen (a walk
+    /// that ends on the last untried action may show something new).
     pub fn explored(&self) -> bool {
-        self.revived > 0 && self.graph.tally().never_tried() == 0
+        self.revived > 0
+            && !self.found_in_pass
+            && self.taken.is_empty()
+            && self.graph.tally().never_tried() == 0
     }
 
     /// Whether the last choice ended a pass over every action of what was found and began
