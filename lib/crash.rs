@@ -134,13 +134,19 @@ pub struct MinimisedData {
 }
 
 impl MinimisedData {
-    /// Why minimising stopped early, with the device's error when that stopped it:
-    /// `budget`, `device: no devices/emulators found`.
-    pub fn stopped_why(&self) -> String {
-        match (self.halted.as_deref(), &self.error) {
-            (Some(halt), Some(error)) => format!("{halt}: {error}"),
-            (Some(halt), None) => halt.to_string(),
-            (None, _) => String::new(),
+    /// What minimising came to: `1-minimal`, `stopped (budget)`, `1-minimal, stopped (device:
+    /// …)` when the device failed while verifying, or `as recorded, not reproduced` when the
+    /// recorded steps never reproduced the failure.
+    pub fn shape(&self) -> String {
+        let stopped = self.halted.as_deref().map(|halt| match &self.error {
+            Some(error) => format!("stopped ({halt}: {error})"),
+            None => format!("stopped ({halt})"),
+        });
+        match (self.one_minimal, stopped) {
+            (true, Some(stopped)) if self.error.is_some() => format!("1-minimal, {stopped}"),
+            (true, _) => "1-minimal".to_string(),
+            (false, Some(stopped)) => stopped,
+            (false, None) => "as recorded, not reproduced".to_string(),
         }
     }
 
@@ -354,6 +360,34 @@ pub fn anr_signature(package: &str, component: &str, reason: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_minimisation_says_what_it_came_to_and_what_stopped_it() {
+        let data = |one_minimal, halted: Option<&str>, error: Option<&str>| MinimisedData {
+            one_minimal,
+            halted: halted.map(String::from),
+            error: error.map(String::from),
+            ..MinimisedData::default()
+        };
+        assert_eq!(data(true, None, None).shape(), "1-minimal");
+        assert_eq!(
+            data(false, Some("budget"), None).shape(),
+            "stopped (budget)"
+        );
+        // The device failed while verifying a 1-minimal result.
+        assert_eq!(
+            data(true, Some(DEVICE_HALT), Some("device gone")).shape(),
+            "1-minimal, stopped (device: device gone)"
+        );
+        assert_eq!(
+            data(false, Some(DEVICE_HALT), Some("device gone")).shape(),
+            "stopped (device: device gone)"
+        );
+        assert_eq!(
+            data(false, None, None).shape(),
+            "as recorded, not reproduced"
+        );
+    }
 
     fn fixture(name: &str) -> String {
         let path = crate::fixtures::location().join("device/logcat").join(name);

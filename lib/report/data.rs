@@ -161,17 +161,12 @@ impl Minimised {
     /// `10 steps (from 20), 1-minimal; reproduced 3 of 3 (reproduced); 89 replays, 9.2 s`.
     pub fn summary(&self) -> String {
         let m = &self.data;
-        let shape = match (m.one_minimal, m.halted.as_deref(), &m.error) {
-            (true, _, None) => "1-minimal".to_string(),
-            (true, _, Some(_)) => format!("1-minimal, stopped ({})", m.stopped_why()),
-            (false, Some(_), _) => format!("stopped ({})", m.stopped_why()),
-            (false, None, _) => "as recorded".to_string(),
-        };
-        let verdict = m.verdict_text();
         format!(
-            "{} steps (from {}), {shape}; {verdict}; {} replays, {:.1} s",
+            "{} steps (from {}), {}; {}; {} replays, {:.1} s",
             m.minimal_steps.len(),
             m.steps_before,
+            m.shape(),
+            m.verdict_text(),
             m.replays,
             m.seconds
         )

@@ -698,23 +698,18 @@ fn device_failure(error: MinimiseError) -> Result<String, MinimiseError> {
     }
 }
 
-/// `crash 4bc8fbd427e0f550: 20 steps → 6 (1-minimal), 31 replays in 1.2 s; reproduced 3 of 3`.
+/// `crash 4bc8fbd427e0f550: 20 steps → 6, 1-minimal, 31 replays in 1.2 s; reproduced 3 of 3`.
 pub fn describe(data: &MinimisedData) -> String {
-    let shape = match (data.one_minimal, data.halted.as_deref(), &data.error) {
-        (true, _, None) => " (1-minimal)".to_string(),
-        (true, _, Some(_)) => format!(" (1-minimal; stopped: {})", data.stopped_why()),
-        (false, Some(_), _) => format!(" (stopped: {})", data.stopped_why()),
-        (false, None, _) => " (not reproduced from the recording)".to_string(),
-    };
-    let verdict = data.verdict_text();
     format!(
-        "{} {}: {} steps → {}{shape}, {} replays in {:.1} s; {verdict}",
+        "{} {}: {} steps → {}, {}, {} replays in {:.1} s; {}",
         data.kind,
         data.signature,
         data.steps_before,
         data.minimal_steps.len(),
+        data.shape(),
         data.replays,
-        data.seconds
+        data.seconds,
+        data.verdict_text()
     )
 }
 
