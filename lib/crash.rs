@@ -135,16 +135,16 @@ pub struct MinimisedData {
 
 impl MinimisedData {
     /// What minimising came to: `1-minimal`, `stopped (budget)`, `1-minimal, stopped (device:
-    /// …)` when the device failed while verifying, or `as recorded, not reproduced` when the
-    /// recorded steps never reproduced the failure.
+    /// …)` when verifying the result stopped (the device failed, the user stopped), or `as
+    /// recorded, not reproduced` when the recorded steps never reproduced the failure.
     pub fn shape(&self) -> String {
         let stopped = self.halted.as_deref().map(|halt| match &self.error {
             Some(error) => format!("stopped ({halt}: {error})"),
             None => format!("stopped ({halt})"),
         });
         match (self.one_minimal, stopped) {
-            (true, Some(stopped)) if self.error.is_some() => format!("1-minimal, {stopped}"),
-            (true, _) => "1-minimal".to_string(),
+            (true, Some(stopped)) => format!("1-minimal, {stopped}"),
+            (true, None) => "1-minimal".to_string(),
             (false, Some(stopped)) => stopped,
             (false, None) => "as recorded, not reproduced".to_string(),
         }
@@ -374,7 +374,11 @@ mod tests {
             data(false, Some("budget"), None).shape(),
             "stopped (budget)"
         );
-        // The device failed while verifying a 1-minimal result.
+        // Verifying a 1-minimal result stopped: the user, or the device.
+        assert_eq!(
+            data(true, Some("interrupted"), None).shape(),
+            "1-minimal, stopped (interrupted)"
+        );
         assert_eq!(
             data(true, Some(DEVICE_HALT), Some("device gone")).shape(),
             "1-minimal, stopped (device: device gone)"

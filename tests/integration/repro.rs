@@ -56,12 +56,17 @@ impl Place {
 
     /// `droid-report RUN --format json`.
     fn report(&self, run: &str) -> Value {
+        serde_json::from_str(&self.report_as(run, "json")).expect("the report is JSON")
+    }
+
+    /// `droid-report RUN --format FORMAT`, which must succeed: its stdout.
+    fn report_as(&self, run: &str, format: &str) -> String {
         let output = droid("droid-report")
-            .args(["--db", &self.db(), run, "--format", "json"])
+            .args(["--db", &self.db(), run, "--format", format])
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        serde_json::from_slice(&output.stdout).expect("the report is JSON")
+        String::from_utf8_lossy(&output.stdout).into_owned()
     }
 }
 
@@ -327,11 +332,7 @@ fn a_crash_on_every_second_attempt_is_reported_flaky() {
     assert_eq!(minimised["minimal"], false);
     let k = minimised["reproduced"].as_u64().unwrap();
     assert!(0 < k && k < 3, "{minimised:#}");
-    let text = droid("droid-report")
-        .args(["--db", &place.db(), &run, "--format", "text"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = place.report_as(&run, "text");
     assert!(text.contains("(flaky)"), "{text}");
     // The same crawl without the fault is reproduced every time.
     let steady = Place::new();
@@ -374,11 +375,7 @@ fn a_device_lost_while_minimising_is_recorded_with_its_error() {
     assert_eq!(minimised["minimal"], false);
     let error = minimised["error"].as_str().expect("the device's error");
     assert!(error.contains("did not come back"), "{error}");
-    let text = droid("droid-report")
-        .args(["--db", &place.db(), &run, "--format", "text"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = place.report_as(&run, "text");
     assert!(text.contains("stopped (device: "), "{text}");
 }
 
