@@ -25,6 +25,7 @@ const EXAMPLES: &str = "Examples:
   droid-crawl -p com.example.app --decider gemini --max-model-calls 40 --on-budget run
   droid-crawl config set price.gpt-4o-mini 0.15,0.60    (a model's price per million tokens)
   droid-crawl -p com.example.app --decide-cmd \"python3 my_agent.py\"
+  droid-crawl -p com.example.app --permissions deny      (how the app copes without them)
   droid-crawl -p com.example.app --video --pcap --mobsf http://localhost:8000
   droid-crawl mobsf --run RUN                           (MobSF for a past run's APK)
   droid-crawl replay --run RUN --crash SIGNATURE        (a crash's steps again, from a fresh launch)
@@ -44,7 +45,8 @@ are written); a second Ctrl-C stops at once.
     version,
     about = "Explore an app on its own and record what it finds",
     long_about = "Explores an Android app: captures the screen, decides what to try (the \
-heuristic, the random or dfs baselines, or an LLM), acts, recognises screens, survives crashes, ANRs, other apps and \
+heuristic, the random or dfs baselines, or an LLM), acts, recognises screens, answers the \
+system's permission dialogs (--permissions), survives crashes, ANRs, other apps and \
 a device that goes away, and records every step in crawler.db and a session folder \
 (OUT/DEVICE_PACKAGE_DDMM_HHMM: screenshots, events.jsonl, logs/crawler.log, report.pdf, \
 report.html). It ends at --max-steps, at --max-duration, or once the heuristic has explored \

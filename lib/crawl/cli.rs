@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Config, Controls, Stages};
+use super::{Config, Controls, Permissions, Stages};
 use crate::config::{self, ConfigCommand, Settings};
 use crate::device::cli::DeviceArgs;
 use crate::device::{DeviceConfig, ScreenshotMode};
@@ -67,6 +67,10 @@ pub struct CrawlArgs {
     /// in vision mode; go on otherwise].
     #[arg(long, value_enum)]
     pub on_secure: Option<OnSecure>,
+    /// How to answer the system's runtime permission dialog for the app: allow it, deny it, or
+    /// leave it as another app in front (back, then a relaunch).
+    #[arg(long, value_enum, default_value_t = Permissions::Grant)]
+    pub permissions: Permissions,
     /// Record the screen into the session's video/ (the device's screenrecord, in segments).
     #[arg(long, help_heading = "Integrations")]
     pub video: bool,
@@ -457,6 +461,7 @@ impl CrawlArgs {
             },
             reports: self.report.iter().flatten().copied().collect(),
             controls: Controls::new(stop),
+            permissions: self.permissions,
             stop_on_secure: match self.on_secure {
                 Some(on_secure) => on_secure == OnSecure::Stop,
                 None => super::needs_screenshots(&decide),

@@ -12,6 +12,8 @@
 //!   screenshot where it happened, then a relaunch;
 //! - **ANR**: the system's "isn't responding" dialog, or an ANR block in the system log: an
 //!   `anr` note with the trace, then "Wait" (after two on the same screen, "Close app");
+//! - **permission dialog**: the system asks for a runtime permission for the app: the dialog's
+//!   allow (`--permissions deny`: deny; `leave`: another app in front), once per request;
 //! - **context loss**: another app in front (neither the app nor an allowed package): back,
 //!   and after three in a row a relaunch;
 //! - **stuck**: the same screen more than twice in a row with actions that did not navigate:
@@ -53,7 +55,8 @@ use attached::Attached;
 pub use attached::{analyse_past_run, past_run_apk, PastRunError, GOALS};
 pub use control::{Command, Controls};
 use coprocess::{Coprocess, CoprocessError};
-use policy::{AnrDialog, ContextLoss, Stuck};
+pub use policy::Permissions;
+use policy::{AnrDialog, ContextLoss, PermissionDialog, Stuck};
 use run::Run;
 use step::Driver;
 
@@ -117,6 +120,8 @@ pub struct Config {
     /// Stop with ERROR on a secure screen (a black screenshot), rather than decide from the
     /// hierarchy alone.
     pub stop_on_secure: bool,
+    /// What the system's runtime permission dialog for the app is answered with.
+    pub permissions: Permissions,
     /// Integrations asked for (video, traffic capture, MobSF); the declared activities are
     /// read in every crawl.
     pub integrations: Vec<Box<dyn Integration>>,
@@ -413,6 +418,7 @@ pub fn crawl_and_minimise(
         stuck: Stuck::default(),
         context: ContextLoss::default(),
         anr: AnrDialog::default(),
+        permission: PermissionDialog::default(),
         since_launch: Vec::new(),
         last_screenshot: None,
         capture_failures: 0,

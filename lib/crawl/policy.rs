@@ -200,6 +200,94 @@ impl AnrDialog {
     }
 }
 
+/// How the crawl answers the system's runtime permission dialog for the app under test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Permissions {
+    /// Allow: what lies behind a permission is part of the app (the default).
+    #[default]
+    Grant,
+    /// Deny: how the app copes without it.
+    Deny,
+    /// Neither: the dialog is another app in front (back, then a relaunch).
+    Leave,
+}
+
+/// The packages that show Android's runtime permission dialog: the permission controller
+/// (Android 10 and later, AOSP's and Google's builds) and the package installer before it.
+const PERMISSION_PACKAGES: [&str; 4] = [
+    "com.android.permissioncontroller",
+    "com.google.android.permissioncontroller",
+    "com.android.packageinstaller",
+    "com.google.android.packageinstaller",
+];
+
+/// The dialog's buttons (AOSP's ids, the same since Android 6), in the order each answer
+/// prefers them: a grant that lasts before one for this time only, a plain deny before
+/// "don't ask again".
+const ALLOW_BUTTONS: [&str; 4] = [
+    "permission_allow_button",
+    "permission_allow_foreground_only_button",
+    "permission_allow_always_button",
+    "permission_allow_one_time_button",
+];
+const DENY_BUTTONS: [&str; 2] = [
+    "permission_deny_button",
+    "permission_deny_and_dont_ask_again_button",
+];
+
+/// The system's permission dialog, answered once per request: a dialog still showing the same
+/// request right after its answer (a tap that did nothing) is left as another app in front.
+#[derive(Debug, Default)]
+pub struct PermissionDialog {
+    /// The request answered last, while the app under test has not been in front since.
+    answered: Option<String>,
+}
+
+impl PermissionDialog {
+    /// The button to tap when the observation shows the dialog and `answer` says to tap one,
+    /// with the request it answers (the dialog's message).
+    pub fn button<'o>(
+        &mut self,
+        observation: &'o Observation,
+        answer: Permissions,
+    ) -> Option<(&'o UiElement, String)> {
+        let ids: &[&str] = match answer {
+            Permissions::Grant => &ALLOW_BUTTONS,
+            Permissions::Deny => &DENY_BUTTONS,
+            Permissions::Leave => return None,
+        };
+        let button = ids.iter().find_map(|id| {
+            observation
+                .elements
+                .iter()
+                .find(|e| is_permission_widget(&e.resource_id, id))
+        })?;
+        let request = observation
+            .elements
+            .iter()
+            .find(|e| is_permission_widget(&e.resource_id, "permission_message"))
+            .map_or_else(|| "a permission".to_string(), |e| e.text.clone());
+        if self.answered.as_ref() == Some(&request) {
+            return None;
+        }
+        self.answered = Some(request.clone());
+        Some((button, request))
+    }
+
+    /// The app under test is in front: its next request is answered, the same one too.
+    pub fn back_in_app(&mut self) {
+        self.answered = None;
+    }
+}
+
+/// Whether `resource_id` is the permission dialog's widget `name` (`package:id/name` of one of
+/// [`PERMISSION_PACKAGES`]): an app's own widget of that name is not the system's dialog.
+fn is_permission_widget(resource_id: &str, name: &str) -> bool {
+    resource_id
+        .split_once(":id/")
+        .is_some_and(|(package, id)| id == name && PERMISSION_PACKAGES.contains(&package))
+}
+
 /// Whether the observation shows the system's "isn't responding" dialog.
 pub fn shows_anr_dialog(observation: &Observation) -> bool {
     observation
@@ -311,6 +399,89 @@ mod tests {
         // The heuristic's step got out.
         assert_eq!(model.observe(false, false), None);
         assert_eq!(model.observe(true, true), None);
+    }
+
+    /// Android's permission dialog as a dump shows it (`controller`'s ids), with `buttons`.
+    fn permission_dialog(controller: &str, message: &str, buttons: &[(&str, &str)]) -> Observation {
+        let element = |id: &str, text: &str| UiElement {
+            resource_id: format!("{controller}:id/{id}"),
+            text: text.to_string(),
+            clickable: buttons.iter().any(|(b, _)| *b == id),
+            ..UiElement::default()
+        };
+        let mut elements = vec![element("permission_message", message)];
+        elements.extend(buttons.iter().map(|(id, text)| element(id, text)));
+        Observation {
+            package: Some(controller.to_string()),
+            elements,
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn the_permission_dialog_is_answered_once_per_request_as_asked() {
+        let q = permission_dialog(
+            "com.android.permissioncontroller",
+            "Allow Camera to take pictures and record video?",
+            &[
+                (
+                    "permission_allow_foreground_only_button",
+                    "While using the app",
+                ),
+                ("permission_allow_one_time_button", "Only this time"),
+                ("permission_deny_button", "Don't allow"),
+            ],
+        );
+        let mut dialog = PermissionDialog::default();
+        let (button, request) = dialog.button(&q, Permissions::Grant).unwrap();
+        assert_eq!(button.text, "While using the app");
+        assert_eq!(request, "Allow Camera to take pictures and record video?");
+        // Still showing the same request right after its answer: not tapped again.
+        assert!(dialog.button(&q, Permissions::Grant).is_none());
+        // Another request in a row is answered; after the app was in front, the same one too.
+        let contacts = permission_dialog(
+            "com.google.android.permissioncontroller",
+            "Allow Calendar to access your contacts?",
+            &[
+                ("permission_allow_button", "Allow"),
+                ("permission_deny_button", "Deny"),
+            ],
+        );
+        assert_eq!(
+            dialog.button(&contacts, Permissions::Grant).unwrap().0.text,
+            "Allow"
+        );
+        dialog.back_in_app();
+        let mut denied = PermissionDialog::default();
+        assert_eq!(
+            denied.button(&q, Permissions::Deny).unwrap().0.text,
+            "Don't allow"
+        );
+        assert!(PermissionDialog::default()
+            .button(&q, Permissions::Leave)
+            .is_none());
+        // Android 6 to 9: the package installer shows it.
+        let old = permission_dialog(
+            "com.android.packageinstaller",
+            "Allow Notes to access photos, media, and files on your device?",
+            &[("permission_allow_button", "ALLOW")],
+        );
+        assert_eq!(
+            dialog.button(&old, Permissions::Grant).unwrap().0.text,
+            "ALLOW"
+        );
+    }
+
+    #[test]
+    fn an_apps_own_widget_named_like_the_dialogs_is_no_permission_dialog() {
+        let own = permission_dialog(
+            "com.example.app",
+            "Allow access?",
+            &[("permission_allow_button", "Allow")],
+        );
+        assert!(PermissionDialog::default()
+            .button(&own, Permissions::Grant)
+            .is_none());
     }
 
     #[test]

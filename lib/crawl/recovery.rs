@@ -1,7 +1,8 @@
 //! The driver's recoveries: its own decisions where a policy answers a screen instead of the
 //! decider (see [`super::policy`] for what counts as each case). A crash is recorded with its
-//! trace and steps to reproduce, then the app relaunched; an ANR dialog is answered; another app
-//! in front is left with back, then a relaunch. Recoveries are decisions of the driver
+//! trace and steps to reproduce, then the app relaunched; an ANR dialog is answered; the
+//! system's permission dialog is answered as `--permissions` says; another app in front is left
+//! with back, then a relaunch. Recoveries are decisions of the driver
 //! (`decider: "droid-crawl"`), recorded like any other and learned by the decider like any
 //! decision not its own.
 
@@ -53,6 +54,7 @@ impl Driver<'_, '_> {
             )));
         }
         if ours || allowed {
+            self.permission.back_in_app();
             if let Some(loss) = self.context.back_in_app() {
                 let detected_at = run.step.saturating_sub(u64::from(loss));
                 run.note(
@@ -94,6 +96,23 @@ impl Driver<'_, '_> {
             );
             let decision = self.relaunch_decision(run, observation, "the app crashed");
             return Ok(Some(decision));
+        }
+        if let Some((button, request)) =
+            self.permission.button(observation, self.config.permissions)
+        {
+            let answer = match self.config.permissions {
+                policy::Permissions::Deny => "denied",
+                _ => "granted",
+            };
+            let why = format!("the system asks for a permission ({request}): {answer}");
+            let action =
+                crate::screen::action_on(&observation.elements, button, ActionType::Click, &why);
+            return Ok(Some(self.driver_decision(
+                run,
+                observation,
+                vec![action],
+                None,
+            )));
         }
         let times = self.context.lost(package);
         // The loss's later steps name the step it began at: one loss, counted once.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::coprocess::{Coprocess, CoprocessError};
-use super::policy::{self, AnrDialog, ContextLoss, Escape, ModelStuck, Stuck};
+use super::policy::{self, AnrDialog, ContextLoss, Escape, ModelStuck, PermissionDialog, Stuck};
 use super::run::Run;
 use super::{Command, Config, State};
 use crate::crash::ReproStep;
@@ -39,6 +39,7 @@ pub(super) struct Driver<'c, 'd> {
     pub(super) stuck: Stuck,
     pub(super) context: ContextLoss,
     pub(super) anr: AnrDialog,
+    pub(super) permission: PermissionDialog,
     /// The actions since the app was last launched: a crash's steps to reproduce.
     pub(super) since_launch: Vec<ReproStep>,
     /// The screenshot of the last step: where a crash found at the next happened.

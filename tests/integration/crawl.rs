@@ -415,6 +415,151 @@ fn back_that_leaves_the_app_is_followed_by_a_relaunch_at_once() {
     );
 }
 
+/// An app behind Android's runtime permission dialog: Import asks for storage (allowed: the
+/// files; denied: the inbox says so), Scan asks for the camera in a dialog whose taps do nothing.
+fn permission_model() -> Value {
+    const PACKAGE: &str = "com.example.inbox";
+    const CONTROLLER: &str = "com.android.permissioncontroller";
+    let button = |text: &str, top: i32| {
+        json!({"class": "android.widget.Button", "text": text, "clickable": true,
+               "bounds": [0, top, 1080, top + 120]})
+    };
+    let main = |id: &str, note: &str| {
+        let mut elements = vec![button("Import", 300), button("Scan", 420)];
+        if !note.is_empty() {
+            elements.push(json!({"class": "android.widget.TextView", "text": note,
+                                 "bounds": [0, 1700, 1080, 1800]}));
+        }
+        json!({"id": id, "activity": format!("{PACKAGE}.MainActivity"), "elements": elements})
+    };
+    let dialog = |id: &str, message: &str, buttons: &[(&str, &str)]| {
+        let mut elements = vec![json!({"class": "android.widget.TextView", "text": message,
+            "resource_id": format!("{CONTROLLER}:id/permission_message"),
+            "bounds": [60, 700, 1020, 820]})];
+        for (i, (name, text)) in (0..).zip(buttons) {
+            elements.push(json!({"class": "android.widget.Button", "text": text,
+                "clickable": true, "resource_id": format!("{CONTROLLER}:id/{name}"),
+                "bounds": [60, 860 + 130 * i, 1020, 980 + 130 * i]}));
+        }
+        json!({"id": id, "package": CONTROLLER,
+               "activity": format!("{CONTROLLER}.permission.ui.GrantPermissionsActivity"),
+               "elements": elements})
+    };
+    let click = |from: &str, text: &str, to: &str| json!({"from": from, "action": "click", "target": {"text": text}, "to": to});
+    let back = |from: &str, to: &str| json!({"from": from, "action": "back", "to": to});
+    json!({
+        "package": PACKAGE, "screen_size": [1080, 1920], "start": "main",
+        "screens": [
+            main("main", ""),
+            main("denied", "Storage permission denied"),
+            dialog("ask_storage", "Allow Inbox to access photos and media on your device?",
+                   &[("permission_allow_button", "Allow"), ("permission_deny_button", "Deny")]),
+            dialog("ask_camera", "Allow Inbox to take pictures and record video?",
+                   &[("permission_allow_foreground_only_button", "While using the app"),
+                     ("permission_deny_and_dont_ask_again_button", "Don't allow")]),
+            {"id": "files", "activity": format!("{PACKAGE}.FilesActivity"), "elements": [
+                {"class": "android.widget.TextView", "text": "photo.jpg", "bounds": [0, 300, 1080, 420]}
+            ]}
+        ],
+        "transitions": [
+            click("main", "Import", "ask_storage"),
+            click("denied", "Import", "ask_storage"),
+            click("main", "Scan", "ask_camera"),
+            click("denied", "Scan", "ask_camera"),
+            click("ask_storage", "Allow", "files"),
+            click("ask_storage", "Deny", "denied"),
+            back("ask_storage", "main"),
+            back("ask_camera", "main"),
+            back("files", "main"),
+            back("main", "@external:com.android.launcher3"),
+            back("denied", "@external:com.android.launcher3")
+        ]
+    })
+}
+
+/// The system's permission dialog is answered as `--permissions` says (allow by default), once
+/// per request: a request still shown after its answer is another app in front.
+#[test]
+fn the_permission_dialog_is_answered_as_asked_and_once() {
+    let place = Place::new();
+    let model = place.dir.path().join("inbox.json");
+    std::fs::write(&model, permission_model().to_string()).unwrap();
+    let model = model.display().to_string();
+    for (answer, reached, never) in [
+        ("grant", Some("files"), vec!["denied"]),
+        ("deny", Some("denied"), vec!["files"]),
+        ("leave", None, vec!["files", "denied"]),
+    ] {
+        let truth = place.dir.path().join(format!("truth-{answer}.jsonl"));
+        let output = place.run(
+            &model,
+            &[
+                "--max-steps",
+                "30",
+                "--permissions",
+                answer,
+                "--sim-truth-log",
+                &truth.display().to_string(),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{answer}: {stderr}");
+        let shown = shown(&truth);
+        assert!(
+            shown.contains("ask_storage") && shown.contains("ask_camera"),
+            "{shown:?}"
+        );
+        if let Some(reached) = reached {
+            assert!(shown.contains(reached), "{answer}: {shown:?}");
+        }
+        for screen in never {
+            assert!(!shown.contains(screen), "{answer}: {shown:?}");
+        }
+        // The driver's answers: one tap per request in a row, each saying what was asked.
+        let events = events(&output);
+        let mut last_answered: Option<String> = None;
+        let mut answers = 0;
+        for event in &events {
+            match event["type"].as_str() {
+                Some("observation") if event["package"] == "com.example.inbox" => {
+                    last_answered = None;
+                }
+                Some("decision") if event["decider"] == "droid-crawl" => {
+                    let action = &event["actions"][0];
+                    let why = action["reasoning"].as_str().unwrap_or_default();
+                    if !why.starts_with("the system asks for a permission") {
+                        continue;
+                    }
+                    answers += 1;
+                    assert_ne!(answer, "leave", "{event}");
+                    let word = if answer == "deny" {
+                        "denied"
+                    } else {
+                        "granted"
+                    };
+                    assert!(why.ends_with(word), "{why}");
+                    assert!(why.contains("Allow Inbox to"), "{why}");
+                    assert_ne!(last_answered.as_deref(), Some(why), "answered twice: {why}");
+                    last_answered = Some(why.to_string());
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(
+            answers > 0,
+            answer != "leave",
+            "{answer}: {answers} answers"
+        );
+        // The camera's dialog, whose answer does nothing, is left as another app in front.
+        let lost = notes(&events, "context_loss");
+        assert!(
+            lost.iter()
+                .any(|n| n["data"]["package"] == "com.android.permissioncontroller"),
+            "{answer}: {lost:?}"
+        );
+    }
+}
+
 #[test]
 fn a_secure_screen_stops_a_crawl_that_needs_screenshots_with_a_clear_error() {
     let place = Place::new();

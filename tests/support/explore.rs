@@ -275,6 +275,7 @@ pub fn crawl_config(
         reports: Vec::new(),
         controls: crawl::Controls::new(stop),
         stop_on_secure: false,
+        permissions: droid::crawl::Permissions::Grant,
         integrations: Vec::new(),
         unavailable: Vec::new(),
     }
