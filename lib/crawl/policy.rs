@@ -280,6 +280,16 @@ impl PermissionDialog {
     }
 }
 
+/// Whether the observation shows the system's permission dialog (one of its buttons).
+pub fn shows_permission_dialog(observation: &Observation) -> bool {
+    observation.elements.iter().any(|e| {
+        ALLOW_BUTTONS
+            .iter()
+            .chain(&DENY_BUTTONS)
+            .any(|name| is_permission_widget(&e.resource_id, name))
+    })
+}
+
 /// Whether `resource_id` is the permission dialog's widget `name` (`package:id/name` of one of
 /// [`PERMISSION_PACKAGES`]): an app's own widget of that name is not the system's dialog.
 fn is_permission_widget(resource_id: &str, name: &str) -> bool {
@@ -452,6 +462,7 @@ mod tests {
             "Allow"
         );
         dialog.back_in_app();
+        assert!(shows_permission_dialog(&q) && shows_permission_dialog(&contacts));
         let mut denied = PermissionDialog::default();
         assert_eq!(
             denied.button(&q, Permissions::Deny).unwrap().0.text,
@@ -482,6 +493,7 @@ mod tests {
         assert!(PermissionDialog::default()
             .button(&own, Permissions::Grant)
             .is_none());
+        assert!(!shows_permission_dialog(&own));
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //!
 //! - a **Maestro flow** (YAML): `appId`, then `launchApp`, `tapOn` by resource id or text
 //!   (where the recorded screen has one element with it) else by point, `inputText`,
-//!   `longPressOn`, `back`, `pressKey: home`, `scroll`, `swipe`, `waitForAnimationToEnd`. Only
+//!   `longPressOn`, `back`, `pressKey: home`, `scroll`, `swipe`, `waitForAnimationToEnd` (a tap
+//!   on the system's permission dialog `optional`: a device that granted it shows none). Only
 //!   commands and parameters Maestro documents (its docs' command reference,
 //!   `mobile-dev-inc/maestro-docs`, `api-reference/SUMMARY.md`); `id` and `text` are regular
 //!   expressions there, so the recorded values are escaped.
 //! - a **POSIX shell script** of `adb shell` commands: force-stop and launch, then `input tap`,
-//!   `input swipe`, `input text`, `input keyevent` at the recorded points; it exits 0 when the
+//!   `input swipe`, `input text`, `input keyevent` at the recorded points (a tap on the system's
+//!   permission dialog only while `dumpsys window` shows it in front); it exits 0 when the
 //!   failure is in the device's logs afterwards. Every device command is built as droid-act
 //!   builds it (text word by word, each word single-quoted for the device's shell) and the
 //!   whole command is single-quoted again for the host's shell, so no recorded text is ever
@@ -89,6 +91,11 @@ fn maestro_step(step: &Step, package: &str) -> String {
             "- launchApp:\n    appId: {}\n    stopApp: true\n",
             yaml_string(package)
         ),
+        // The system asks for a permission only until it is granted: a device that granted it
+        // before shows no dialog, and the flow goes on without the tap.
+        (_, ActionType::Click | ActionType::Tap) if on_permission_dialog(step) => {
+            format!("- tapOn:\n{}    optional: true\n", selector())
+        }
         (_, ActionType::Click | ActionType::Tap) => format!("- tapOn:\n{}", selector()),
         (_, ActionType::LongPress) => format!("- longPressOn:\n{}", selector()),
         (_, ActionType::Input) => {
@@ -126,6 +133,15 @@ fn maestro_step(step: &Step, package: &str) -> String {
         // Recents has no Maestro command; the step is named so the gap shows.
         (_, other) => format!("# ({other}: no Maestro command)\n"),
     }
+}
+
+/// Whether the step answered the system's permission dialog (the driver's tap on it).
+fn on_permission_dialog(step: &Step) -> bool {
+    step.observed
+        && step
+            .observation
+            .as_deref()
+            .is_some_and(crate::crawl::policy::shows_permission_dialog)
 }
 
 /// `tapOn`'s selector lines: the resource id when the recorded screen has one element with it,
@@ -324,6 +340,25 @@ fn shell_step(step: &Step, package: &str) -> Vec<String> {
                 "monkey -p {package} -c android.intent.category.LAUNCHER 1"
             )) + " >/dev/null",
         ],
+        // Only while the dialog is in front: a device that granted the permission before
+        // shows none, and the tap would land on the app.
+        (_, ActionType::Click | ActionType::Tap) if on_permission_dialog(step) => {
+            let activity = step
+                .observation
+                .as_deref()
+                .and_then(|o| o.activity.as_deref())
+                .and_then(|a| a.rsplit(['.', '/']).next())
+                .unwrap_or("GrantPermissionsActivity");
+            at.map(|point| {
+                format!(
+                    "if device 'dumpsys window displays' | grep -q -F -e {}; then {}; fi",
+                    shell_quote(activity),
+                    tap(point)
+                )
+            })
+            .into_iter()
+            .collect()
+        }
         (_, ActionType::Click | ActionType::Tap) => at.map(tap).into_iter().collect(),
         (_, ActionType::LongPress) => at
             .map(|(x, y)| device(format!("input swipe {x} {y} {x} {y} {LONG_PRESS_MS}")))
@@ -406,7 +441,10 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::events::{Action, Decision, Observation};
 
     #[test]
     fn regular_expressions_match_the_text_itself() {
@@ -435,6 +473,72 @@ mod tests {
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    /// A tap on (400, 1000) of a screen of `package` whose one button has `resource_id`.
+    fn tap_on(package: &str, resource_id: &str) -> Step {
+        let button = UiElement {
+            resource_id: resource_id.to_string(),
+            text: "Allow".into(),
+            clickable: true,
+            visible: true,
+            bounds: Bounds::from([60, 940, 1020, 1060]),
+            ..UiElement::default()
+        };
+        let observation = Observation {
+            package: Some(package.to_string()),
+            activity: Some(format!("{package}.permission.ui.GrantPermissionsActivity")),
+            elements: vec![button.clone()],
+            ..Observation::default()
+        };
+        let action = Action::new(ActionType::Click);
+        let result = serde_json::from_value(serde_json::json!({
+            "index": 0, "action_type": "click", "success": true
+        }))
+        .unwrap();
+        Step {
+            step: 4,
+            index: 0,
+            kind: StepKind::Act,
+            decision: Arc::new(Decision::new(vec![action.clone()])),
+            action,
+            screen: None,
+            observed: true,
+            element: Some(button),
+            signature: None,
+            point: Some((540, 1000)),
+            description: "click Button \"Allow\"".into(),
+            observation: Some(Arc::new(observation)),
+            result,
+        }
+    }
+
+    #[test]
+    fn a_tap_on_the_permission_dialog_is_only_taken_while_it_asks() {
+        let asks = tap_on(
+            "com.android.permissioncontroller",
+            "com.android.permissioncontroller:id/permission_allow_button",
+        );
+        let flow = maestro_step(&asks, "com.example.app");
+        assert!(flow.ends_with("    optional: true\n"), "{flow}");
+        let lines = shell_step(&asks, "com.example.app");
+        assert_eq!(
+            lines,
+            [
+                "if device 'dumpsys window displays' | grep -q -F -e 'GrantPermissionsActivity'; \
+              then device 'input tap 540 1000'; fi"
+            ]
+        );
+        // The app's own button of that name is a tap like any other.
+        let own = tap_on(
+            "com.example.app",
+            "com.example.app:id/permission_allow_button",
+        );
+        assert!(!maestro_step(&own, "com.example.app").contains("optional"));
+        assert_eq!(
+            shell_step(&own, "com.example.app"),
+            ["device 'input tap 540 1000'"]
+        );
     }
 
     #[test]
