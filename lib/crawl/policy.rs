@@ -212,6 +212,17 @@ pub enum Permissions {
     Leave,
 }
 
+impl Permissions {
+    /// What a tap of this answer did to the request, as the driver's reasoning says it.
+    pub fn done(self) -> &'static str {
+        match self {
+            Permissions::Grant => "granted",
+            Permissions::Deny => "denied",
+            Permissions::Leave => "left",
+        }
+    }
+}
+
 /// The packages that show Android's runtime permission dialog: the permission controller
 /// (Android 10 and later, AOSP's and Google's builds) and the package installer before it.
 const PERMISSION_PACKAGES: [&str; 4] = [

@@ -100,11 +100,10 @@ impl Driver<'_, '_> {
         if let Some((button, request)) =
             self.permission.button(observation, self.config.permissions)
         {
-            let answer = match self.config.permissions {
-                policy::Permissions::Deny => "denied",
-                _ => "granted",
-            };
-            let why = format!("the system asks for a permission ({request}): {answer}");
+            let why = format!(
+                "the system asks for a permission ({request}): {}",
+                self.config.permissions.done()
+            );
             let action =
                 crate::screen::action_on(&observation.elements, button, ActionType::Click, &why);
             return Ok(Some(self.driver_decision(

@@ -348,6 +348,7 @@ fn shell_step(step: &Step, package: &str) -> Vec<String> {
                 .as_deref()
                 .and_then(|o| o.activity.as_deref())
                 .and_then(|a| a.rsplit(['.', '/']).next())
+                .filter(|class| !class.is_empty())
                 .unwrap_or("GrantPermissionsActivity");
             at.map(|point| {
                 format!(
