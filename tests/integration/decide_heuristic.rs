@@ -1358,3 +1358,64 @@ fn a_run_ends_explored_only_on_the_heuristics_own_conclusion() {
         run.ended
     );
 }
+
+#[test]
+fn a_walk_clicks_a_forms_option_first_clicked_on_the_form_filled_with_the_fields_filled() {
+    // An app whose checklist is made by titling a new note, then choosing "Checklist": a
+    // checklist chosen on the untitled form opens a form that no typing completes (a recorded
+    // app knows only the moves its recording made). Its checklist page holds what is left.
+    let home = buttons("Home", &["New note"]);
+    let empty = new_note_dialog("Label", false);
+    let titled = new_note_dialog("Hello from droid", true);
+    let untitled = new_note_dialog("Label", true);
+    let note = with_field_first(buttons("Note", &["Insert text here"]));
+    let checklist = buttons("Checklist", &["Add item", "Sort"]);
+    let sort = buttons("Sort", &["By date", "By name"]);
+    let screens = [&home, &empty, &titled, &untitled, &note, &checklist, &sort];
+    let outcome = |at: usize, label: &str, typed: bool| match (at, label) {
+        (_, "back") => 0,
+        (0, "New note") => 1,
+        (1, "OK") if typed => 4,
+        (1, "Checklist") if typed => 2,
+        (1, "Checklist") => 3,
+        (2, "OK") => 5,
+        (2 | 3, "Text note") => 1,
+        (5, "Sort") => 6,
+        (6, _) => 5,
+        (at, _) => at,
+    };
+    let mut heuristic = Heuristic::new(0, Credentials::default());
+    let (mut at, mut walked_option) = (0, 0);
+    for _ in 0..60 {
+        let choice = heuristic.decide(&Screen::of(screens[at]));
+        if choice.relaunch.is_some() {
+            at = 0;
+            continue;
+        }
+        let typed = choice.actions.iter().any(|a| a.input_text.is_some());
+        for action in &choice.actions {
+            // A blind tap acts on what lies under its point on the screen shown.
+            let label = match (action.action.clone(), action.point) {
+                (ActionType::Back, _) => "back".to_string(),
+                (_, Some([x, y])) => screens[at]
+                    .elements
+                    .iter()
+                    .find(|e| e.bounds.contains(x as i32, y as i32))
+                    .map(|e| e.text.clone())
+                    .unwrap_or_default(),
+                _ => labels_of(screens[at], std::slice::from_ref(action)).remove(0),
+            };
+            let on_the_way = action
+                .reasoning
+                .as_deref()
+                .is_some_and(|why| why.starts_with("on the way"));
+            if at == 1 && label == "Checklist" && on_the_way && action.input_text.is_none() {
+                // Walked through, the option goes with the title typed, as it was first clicked.
+                assert!(typed, "{:?}", choice.actions);
+                walked_option += 1;
+            }
+            at = outcome(at, &label, typed);
+        }
+    }
+    assert!(walked_option > 0, "no walk passed the option");
+}

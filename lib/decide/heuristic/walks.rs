@@ -64,7 +64,13 @@ impl Heuristic {
         let element = widget.element;
         let kind = key.kind.clone();
         let mut actions = Vec::new();
-        let submits = (widget.control && !element.checkable) || is_submit(widget.label);
+        // A form's option first clicked on the form filled goes with the fills again: its
+        // outcome was learned from the form filled (a type of note chosen after its title).
+        let filled_option = self
+            .current
+            .is_some_and(|screen| self.options_filled.contains(&(screen, key.clone())));
+        let submits =
+            (widget.control && !element.checkable) || is_submit(widget.label) || filled_option;
         if kind != ActionType::Input && submits {
             let empty: Vec<&UiElement> = elements
                 .iter()
