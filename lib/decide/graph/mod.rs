@@ -198,6 +198,9 @@ pub struct Graph {
     before: Option<(ScreenIndex, Rc<Details>)>,
     /// The screen the app shows when (re)launched.
     launch: Option<ScreenIndex>,
+    /// The screen the last outcome showed and the one a move other than back left for it:
+    /// where back from it returns (see [`Graph::plan`]).
+    reached_by: Option<(ScreenIndex, ScreenIndex)>,
     /// Per widget's action key, where it led away.
     led_away_on: HashMap<ActionKey, LedAway>,
     /// [`Graph::siblings`] answers, until one of the pair gains an action.
@@ -329,6 +332,7 @@ impl Graph {
     /// The app was restarted: its state is fresh, so actions that stalled may lead away again
     /// (but for dead ones, see [`Node::revived`]).
     pub fn app_restarted(&mut self) {
+        self.reached_by = None;
         for screen in &mut self.screens {
             let stalled = std::mem::take(&mut screen.stalled);
             screen.revived.extend(stalled);
@@ -494,6 +498,7 @@ impl Graph {
         renewed: bool,
     ) -> ScreenIndex {
         let (from, to) = self.refine(from, key, to);
+        self.reached_by = (*key != crate::screen::BACK && to != from).then_some((to, from));
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return to;
         };
@@ -1118,6 +1123,41 @@ mod tests {
         graph.set_launch(home);
         assert_eq!(graph.follow(home, &BACK), None);
         assert_eq!(graph.plan(home, false, &none()), None);
+    }
+
+    #[test]
+    fn back_returns_to_the_screen_it_was_opened_from() {
+        // One dialog opened over Home and over List: back from it showed each once (Home, the
+        // first found, is its most seen target). List's "Open" is untried.
+        let mut graph = Graph::new();
+        let (home_shown, list_shown) = (
+            screen("Home", "0", &["Sort"]),
+            screen("List", "0", &["Sort", "Open"]),
+        );
+        let dialog_shown = screen("Dialog", "0", &["OK"]);
+        let open = |graph: &mut Graph, from: ScreenIndex, shown: &Observation| {
+            let dialog = graph.observe(&Screen::of(&dialog_shown));
+            graph.record_edge(from, &click("Sort"), dialog, false);
+            let back = graph.observe(&Screen::of(shown));
+            graph.record_edge(dialog, &BACK, back, false);
+            dialog
+        };
+        let home = graph.observe(&Screen::of(&home_shown));
+        let dialog = open(&mut graph, home, &home_shown);
+        let list = graph.observe(&Screen::of(&list_shown));
+        open(&mut graph, list, &list_shown);
+        assert_eq!(graph.follow(dialog, &BACK), Some(home));
+        // Opened from List, back leads there, and on to its untried "Open".
+        graph.observe(&Screen::of(&dialog_shown));
+        graph.record_edge(list, &click("Sort"), dialog, false);
+        let plan = graph.plan(dialog, false, &none()).unwrap();
+        assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), list));
+        // Opened from Home, back leads to Home, whose only move opens the dialog again.
+        graph.observe(&Screen::of(&home_shown));
+        graph.record_edge(dialog, &BACK, home, false);
+        graph.observe(&Screen::of(&dialog_shown));
+        graph.record_edge(home, &click("Sort"), dialog, false);
+        assert_eq!(graph.plan(dialog, false, &none()), None);
     }
 
     #[test]

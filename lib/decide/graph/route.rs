@@ -115,7 +115,9 @@ impl PartialOrd for Queued {
 
 impl Graph {
     /// The most valuable screen to explore next other than `from`, and the first move of the
-    /// cheapest known path there. Paths follow learned edges (each action's most seen target),
+    /// cheapest known path there. Paths follow learned edges (each action's most seen target;
+    /// a back's, the screen a move other than back reached its screen from on this path, or
+    /// for `from` on its last outcome, when back led there before),
     /// an untried back to the screen a screen was first reached from, and, when `relaunch` is
     /// allowed, a relaunch to the launch screen. A path costs what taking it takes (see
     /// [`Reach`]): the decisions it needs, since learned clicks and backs are walked blind in
@@ -140,6 +142,10 @@ impl Graph {
         *reach.get_mut(from)? = Some(Reach::START);
         let mut queue = BinaryHeap::from([Queued(Reach::START.cost(), from)]);
         let mut best: Option<Plan> = None;
+        let came_from = self
+            .reached_by
+            .filter(|(to, _)| *to == from)
+            .map(|(_, from)| from);
         while let Some(Queued(_, at)) = queue.pop() {
             if std::mem::replace(&mut done[at], true) {
                 continue;
@@ -170,7 +176,18 @@ impl Graph {
                     }
                 }
             }
+            // Back returns to the screen a move other than back left for this one, when it
+            // led there before: a dialog or a menu opened over several screens is one screen
+            // whose back has as many outcomes.
+            let back_to = match at == from {
+                true => came_from,
+                false => came[at].filter(|(_, key)| **key != BACK).map(|(at, _)| at),
+            };
             for (key, to, learned) in self.moves_learned(at) {
+                let to = match back_to {
+                    Some(before) if *key == BACK && self.led_to(at, key, before) => before,
+                    _ => to,
+                };
                 let walkable = learned && Self::walkable_on(screen, key);
                 let next = match (at == from, here.observed, walkable) {
                     // The first move is taken on the screen observed; the walk goes on past it
@@ -208,6 +225,14 @@ impl Graph {
             plan.then.remove(0);
         }
         Some(plan)
+    }
+
+    /// Whether `key` on `at` led to `to` at least once.
+    fn led_to(&self, at: ScreenIndex, key: &ActionKey, to: ScreenIndex) -> bool {
+        self.screens[at]
+            .edges
+            .get(key)
+            .is_some_and(|targets| targets.contains_key(&to))
     }
 
     /// Whether a move learned on `screen` can be taken blind along a walk: a click, scroll or

@@ -13,9 +13,11 @@ use crate::ui::{is_actionable, UiElement};
 /// goal's untried action at its end: their actions are the decision's last.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Walk {
-    /// Learned moves (taps on where their widgets were seen, backs), in order.
-    moves: Vec<ActionKey>,
-    /// The untried action taken on the path's goal.
+    /// Learned moves (taps on where their widgets were seen, backs), in order, each with the
+    /// screen the path takes it on.
+    moves: Vec<(ScreenIndex, ActionKey)>,
+    /// The path's goal, and the untried action taken there.
+    goal: ScreenIndex,
     then: Option<ActionKey>,
 }
 
@@ -28,22 +30,20 @@ impl Walk {
 
 impl Heuristic {
     /// Learns a walk taken after the pending action: the screens it passed are taken to be
-    /// those the graph knows, so the next observation is the outcome of its last action on the
+    /// those its path planned, so the next observation is the outcome of its last action on the
     /// screen it expected there, unless it shows one of the screens passed, where the move taken
     /// then must have stalled.
     pub(super) fn learn_walk(&mut self, walk: &Walk, first: usize) {
-        let Some((_, mut at, mut key)) = self.taken.last().cloned() else {
+        if self.taken.is_empty() {
+            return;
+        }
+        let then = walk.then.iter().map(|key| (walk.goal, key.clone()));
+        for (index, (at, key)) in (first..).zip(walk.moves.iter().cloned().chain(then)) {
+            self.taken.push((index, at, key));
+        }
+        let Some((_, at, key)) = self.taken.last().cloned() else {
             return;
         };
-        for (index, next) in (first..).zip(walk.moves.iter().chain(&walk.then)) {
-            let Some(to) = self.graph.follow(at, &key) else {
-                // Off the known path: no outcome to learn.
-                self.taken.clear();
-                return;
-            };
-            (at, key) = (to, next.clone());
-            self.taken.push((index, at, key.clone()));
-        }
         self.walked_to_untried = walk.then.is_some();
         self.graph.mark_tried(at, &key);
         self.current = Some(at);
@@ -98,6 +98,7 @@ impl Heuristic {
         let why = "on a known path to a screen with untried actions";
         let mut walk = Walk {
             moves: Vec::new(),
+            goal: plan.goal,
             then: None,
         };
         let mut actions = Vec::new();
@@ -109,7 +110,7 @@ impl Heuristic {
             match blind.flatten() {
                 Some(action) if actions.len() < room => {
                     actions.push(action);
-                    walk.moves.push(key.clone());
+                    walk.moves.push((*at, key.clone()));
                 }
                 _ => return (!actions.is_empty()).then_some((walk, actions)),
             }
