@@ -423,7 +423,6 @@ pub fn crawl_and_minimise(
         last_screenshot: None,
         capture_failures: 0,
         model_stuck: policy::ModelStuck::default(),
-        last_by_model: false,
     };
     run.set_state(State::Initializing, None);
     let (status, reason) = match driver.start() {

@@ -2,14 +2,17 @@
 //! failed capture is told from a device that is gone. Each from how Android behaves, never from
 //! a particular app.
 
+use std::collections::HashSet;
+
 use crate::capture::device::DeviceCaptureError;
 use crate::crash::{anr_signature, AnrData, ReproStep};
 use crate::events::{Note, NoteKind, Observation};
-use crate::screen::ScreenKey;
+use crate::screen::{ActionKey, ScreenKey};
 use crate::ui::UiElement;
 
-/// Stuck steps in a row on one screen, each after a model's decision, before droid-crawl takes
-/// the crawl off that screen: one step of the heuristic's, then, still stuck, a relaunch.
+/// Stuck steps in a row on one screen, each after a model's answer it had given on that screen
+/// before, before droid-crawl takes the crawl off that screen: one step of the heuristic's,
+/// then, still stuck, a relaunch.
 pub const MODEL_STUCK_STEPS: u32 = 3;
 
 /// Steps in a row in another app, each answered with back, before the driver relaunches the app
@@ -100,34 +103,51 @@ pub enum Escape {
     Relaunch,
 }
 
-/// Stuck steps in a row after a model's decisions (see [`MODEL_STUCK_STEPS`]).
+/// Stuck steps in a row after a model's repeated answers (see [`MODEL_STUCK_STEPS`]). A model
+/// trying what it has not tried on the screen (a dial pad's next key) explores it; one giving an
+/// answer again (back where back changes nothing) keeps the crawl there.
 #[derive(Debug, Default)]
 pub struct ModelStuck {
     times: u32,
     /// The heuristic took its step on the screen.
     escaped: bool,
+    /// The screen the answers below were given on.
+    screen: Option<ScreenKey>,
+    /// The model's answers on that screen: the keys of each answer's actions (`None` for an
+    /// action that targets nothing on it).
+    answers: HashSet<Vec<Option<ActionKey>>>,
+    /// Whether the last step was decided by a model, and by an answer given there before.
+    last: Option<bool>,
 }
 
 impl ModelStuck {
-    /// Takes in a step: whether the crawl is stuck on its screen, and whether a model decided
-    /// the step before (its answer used). The escape due at this step, if any.
-    pub fn observe(&mut self, stuck: bool, by_model: bool) -> Option<Escape> {
-        if !stuck {
-            *self = ModelStuck::default();
-            return None;
+    /// Takes in a step: whether the crawl is stuck on its screen. The escape due at this step,
+    /// if any.
+    pub fn observe(&mut self, stuck: bool) -> Option<Escape> {
+        if !stuck || self.escaped {
+            let escape = (stuck && self.escaped).then_some(Escape::Relaunch);
+            (self.times, self.escaped) = (0, false);
+            return escape;
         }
-        if self.escaped {
-            *self = ModelStuck::default();
-            return Some(Escape::Relaunch);
-        }
-        self.times = match by_model {
-            true => self.times + 1,
-            false => 0,
+        self.times = match self.last {
+            Some(true) => self.times + 1,
+            Some(false) => self.times,
+            None => 0,
         };
         (self.times >= MODEL_STUCK_STEPS).then(|| {
             self.escaped = true;
             Escape::Heuristic
         })
+    }
+
+    /// Takes in the step's decision on `screen`: the keys of the model's answer, or `None` when
+    /// no model decided it.
+    pub fn decided(&mut self, screen: &ScreenKey, answer: Option<Vec<Option<ActionKey>>>) {
+        if self.screen.as_ref() != Some(screen) {
+            self.screen = Some(screen.clone());
+            self.answers.clear();
+        }
+        self.last = answer.map(|answer| !self.answers.insert(answer));
     }
 }
 
@@ -371,6 +391,7 @@ pub fn is_dump_failure(error: &DeviceCaptureError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::ActionType;
 
     fn key(name: &str) -> ScreenKey {
         ScreenKey::from_stored(name)
@@ -399,27 +420,51 @@ mod tests {
     }
 
     #[test]
-    fn a_model_keeping_the_crawl_stuck_gets_a_heuristic_step_then_a_relaunch() {
+    fn a_model_repeating_its_answers_gets_a_heuristic_step_then_a_relaunch() {
+        let screen = key("a");
+        let back = || Some(vec![Some(ActionKey::back())]);
+        let tap = |n: u32| Some(vec![Some(ActionKey::on(ActionType::Click, n.to_string()))]);
         let mut model = ModelStuck::default();
+        // The first answer on the screen is new; each answer again counts.
+        model.decided(&screen, back());
         for _ in 1..MODEL_STUCK_STEPS {
-            assert_eq!(model.observe(true, true), None);
+            assert_eq!(model.observe(true), None);
+            model.decided(&screen, back());
         }
-        assert_eq!(model.observe(true, true), Some(Escape::Heuristic));
-        assert_eq!(model.observe(true, false), Some(Escape::Relaunch));
-        // Stuck steps the model did not decide, or a step off the screen, start the count again.
+        assert_eq!(model.observe(true), None);
+        model.decided(&screen, back());
+        assert_eq!(model.observe(true), Some(Escape::Heuristic));
+        model.decided(&screen, None);
+        assert_eq!(model.observe(true), Some(Escape::Relaunch));
+        model.decided(&screen, None);
+        // A model trying what it has not tried on the screen is exploring it.
+        for n in 0..10 {
+            assert_eq!(model.observe(true), None);
+            model.decided(&screen, tap(n));
+        }
+        // A step the model did not decide, or a step off the screen, starts the count again.
         for _ in 1..MODEL_STUCK_STEPS {
-            assert_eq!(model.observe(true, true), None);
+            assert_eq!(model.observe(true), None);
+            model.decided(&screen, tap(0));
         }
-        assert_eq!(model.observe(true, false), None);
-        assert_eq!(model.observe(true, true), None);
-        assert_eq!(model.observe(false, true), None);
+        assert_eq!(model.observe(true), None);
+        model.decided(&screen, None);
+        assert_eq!(model.observe(true), None);
+        model.decided(&screen, tap(0));
+        assert_eq!(model.observe(false), None);
+        model.decided(&key("b"), back());
         for _ in 1..MODEL_STUCK_STEPS {
-            assert_eq!(model.observe(true, true), None);
+            assert_eq!(model.observe(true), None);
+            model.decided(&key("b"), back());
         }
-        assert_eq!(model.observe(true, true), Some(Escape::Heuristic));
+        assert_eq!(model.observe(true), None);
+        model.decided(&key("b"), back());
+        assert_eq!(model.observe(true), Some(Escape::Heuristic));
+        model.decided(&key("b"), None);
         // The heuristic's step got out.
-        assert_eq!(model.observe(false, false), None);
-        assert_eq!(model.observe(true, true), None);
+        assert_eq!(model.observe(false), None);
+        model.decided(&key("c"), back());
+        assert_eq!(model.observe(true), None);
     }
 
     /// Android's permission dialog as a dump shows it (`controller`'s ids), with `buttons`.

@@ -45,10 +45,8 @@ pub(super) struct Driver<'c, 'd> {
     /// The screenshot of the last step: where a crash found at the next happened.
     pub(super) last_screenshot: Option<String>,
     pub(super) capture_failures: u32,
-    /// Stuck steps in a row under a model's decisions.
+    /// Stuck steps in a row under a model's repeated answers.
     pub(super) model_stuck: ModelStuck,
-    /// The last step's decision was a model's answer.
-    pub(super) last_by_model: bool,
 }
 
 /// How a step left the run.
@@ -244,9 +242,7 @@ impl Driver<'_, '_> {
                 decision
             }
             None => {
-                let escape = self
-                    .model_stuck
-                    .observe(observation.is_stuck, self.last_by_model);
+                let escape = self.model_stuck.observe(observation.is_stuck);
                 let decided = match escape {
                     Some(escape) => self.escape(run, &shown, escape),
                     None => self.decide(run, &shown)?,
@@ -261,7 +257,12 @@ impl Driver<'_, '_> {
             run.model_calls += 1;
             run.model_cost += ai.cost.unwrap_or(0.0);
         }
-        self.last_by_model = decision.ai.as_ref().is_some_and(|ai| ai.error.is_none());
+        let by_model = decision.ai.as_ref().is_some_and(|ai| ai.error.is_none());
+        let answer = by_model.then(|| {
+            let actions = decision.actions.iter();
+            actions.map(|action| shown.key_of(action)).collect()
+        });
+        self.model_stuck.decided(&key, answer);
         let results = self.act(&decision, &observation)?;
         let navigated = results.iter().any(|r| r.navigated_away);
         self.stuck.acted(navigated);
@@ -336,8 +337,8 @@ impl Driver<'_, '_> {
                 run.note(
                     NoteKind::Stuck,
                     &format!(
-                        "the model kept the crawl on this screen {} steps: the heuristic \
-                         decides one step",
+                        "the model gave answers it had given on this screen {} steps in a \
+                         row: the heuristic decides one step",
                         policy::MODEL_STUCK_STEPS
                     ),
                     Some(json!({"detected_at": detected_at, "escape": "heuristic"})),
