@@ -311,3 +311,79 @@ fn sim_check_walks_recorded_moves_only_and_counts_the_inferred_ones() {
         "{text}"
     );
 }
+
+/// A sort dialog the recording opened over two lists of one activity, `first` and `second`,
+/// and closed by back once, over `first`; `third` has the same Sort button, never tapped there.
+/// `first` leaves by a recorded back to `gone`, a screen that does not open it.
+fn dialog_model() -> Value {
+    let main = format!("{PACKAGE}.MainActivity");
+    let sort = || {
+        json!({"class": "android.widget.ImageButton", "content_desc": "Sort", "clickable": true,
+               "bounds": [500, 0, 1000, 100]})
+    };
+    let list = |next: &str| json!([sort(), button(next, [0, 200, 500, 300])]);
+    json!({
+        "package": PACKAGE, "screen_size": [1080, 1920], "start": "first",
+        "screens": [
+            {"id": "first", "activity": main, "elements": list("to_second")},
+            {"id": "second", "activity": main, "elements": list("to_third")},
+            {"id": "third", "activity": main, "elements": list("nothing")},
+            {"id": "sort", "activity": main, "elements": [button("by_name", [0, 800, 1000, 900])]},
+            {"id": "gone", "activity": main, "elements": []}
+        ],
+        "transitions": [
+            {"from": "first", "action": "click", "target": {"content_desc": "Sort"}, "to": "sort"},
+            {"from": "second", "action": "click", "target": {"content_desc": "Sort"}, "to": "sort"},
+            {"from": "sort", "action": "back", "to": "first"},
+            {"from": "first", "action": "click", "target": id("to_second"), "to": "second"},
+            {"from": "second", "action": "click", "target": id("to_third"), "to": "third"},
+            {"from": "second", "action": "back", "to": "gone"}
+        ]
+    })
+}
+
+#[test]
+fn sim_back_from_a_screen_opened_over_another_returns_to_that_one() {
+    let phone = Phone::start(&dialog_model(), false);
+    phone.device.tap(250, 250).unwrap();
+    assert_eq!(phone.screen(), "second");
+    // Opened by a recorded move over `second`: back returns there, not to where the recording
+    // went back to.
+    phone.device.tap(750, 50).unwrap();
+    let line = phone.last_screen_line();
+    assert_eq!(
+        (&line["screen"], &line["beneath"]),
+        (&json!("sort"), &json!("second"))
+    );
+    phone.device.key("back").unwrap();
+    let line = phone.last_screen_line();
+    assert_eq!(
+        (&line["screen"], &line["beneath"]),
+        (&json!("second"), &json!("first"))
+    );
+    // Opened by an inferred move over `third`: the same.
+    phone.device.tap(250, 250).unwrap();
+    phone.device.tap(750, 50).unwrap();
+    let line = phone.last_screen_line();
+    assert_eq!(
+        (&line["screen"], &line["inferred"]),
+        (&json!("sort"), &json!(true))
+    );
+    phone.device.key("back").unwrap();
+    assert_eq!(phone.screen(), "third");
+    // A recorded back to a screen that does not open this one is the app's own: followed.
+    phone.device.key("back").unwrap();
+    assert_eq!(phone.screen(), "second");
+    phone.device.key("back").unwrap();
+    assert_eq!(phone.screen(), "gone");
+    // Over `first`, as recorded.
+    let phone = Phone::start(&dialog_model(), false);
+    phone.device.tap(750, 50).unwrap();
+    phone.device.key("back").unwrap();
+    let line = phone.last_screen_line();
+    assert_eq!(line["screen"], "first");
+    assert!(
+        line.get("beneath").is_none(),
+        "nothing beneath the start: {line}"
+    );
+}

@@ -260,30 +260,70 @@ fn on(element: &Element, why: &str) -> Answer {
 
 /// The oracle's move: the first recorded move of a shortest path from the screen shown now to
 /// the nearest screen of the app not shown yet, as actions on the elements its target and the
-/// fields it requires name (boxes in device pixels).
+/// fields it requires name (boxes in device pixels). Back goes where the simulator takes it:
+/// to the screen beneath (the truth log's `beneath`) unless the screen has a back of its own.
 fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
-    let shown: Vec<String> = crate::explore::truth_lines(truth)
-        .filter_map(|v| v["screen"].as_str().map(str::to_string))
+    use droid::sim::model::{Action, Destination};
+    let lines: Vec<Value> = crate::explore::truth_lines(truth)
+        .filter(|v| v["screen"].is_string())
         .collect();
-    let now = model.screen_index(shown.last()?)?;
-    let seen: BTreeSet<usize> = shown.iter().filter_map(|s| model.screen_index(s)).collect();
-    // Breadth first over recorded moves that can be made from the prompt (a target found on
-    // its screen, or back).
+    let now = model.screen_index(lines.last()?["screen"].as_str()?)?;
+    let beneath = lines.last()?["beneath"]
+        .as_str()
+        .and_then(|id| model.screen_index(id));
+    let seen: BTreeSet<usize> = lines
+        .iter()
+        .filter_map(|v| model.screen_index(v["screen"].as_str()?))
+        .collect();
+    // A recorded back to a screen that opens this one returns to the screen beneath instead.
+    let opens = |from: usize, to: usize| {
+        model
+            .transitions()
+            .iter()
+            .any(|t| t.from == from && t.to == Destination::Screen(to) && t.action != Action::Back)
+    };
+    // The moves from a screen of the path: recorded ones whose target is found on it, and back
+    // where it is known to lead (from the screen shown now; further on, back returns along the
+    // path unless the screen has a back of its own).
+    let moves = |at: usize| -> Vec<(usize, Answer)> {
+        let mut moves = Vec::new();
+        let mut back_recorded = false;
+        for transition in model.transitions().iter().filter(|t| t.from == at) {
+            let Destination::Screen(mut to) = transition.to else {
+                continue;
+            };
+            if transition.action == Action::Back {
+                if back_recorded {
+                    continue;
+                }
+                back_recorded = true;
+                if opens(to, at) {
+                    match (at == now, beneath) {
+                        (true, Some(under)) => to = under,
+                        (false, _) => continue,
+                        (true, None) => {}
+                    }
+                }
+            }
+            if let Some(answer) = move_of(model, at, transition) {
+                moves.push((to, answer));
+            }
+        }
+        if let (false, true, Some(under)) = (back_recorded, at == now, beneath) {
+            moves.push((under, back("the nearest screen not seen yet")));
+        }
+        moves
+    };
+    // Breadth first.
     let mut first: Vec<Option<Answer>> = vec![None; model.screens().len()];
     let mut visited = vec![false; model.screens().len()];
     visited[now] = true;
     let mut queue = VecDeque::from([now]);
     while let Some(at) = queue.pop_front() {
-        for transition in model.transitions().iter().filter(|t| t.from == at) {
-            let droid::sim::model::Destination::Screen(to) = transition.to else {
-                continue;
-            };
+        for (to, answer) in moves(at) {
             if visited[to] {
                 continue;
             }
-            let Some(answer) = move_of(model, at, transition) else {
-                continue;
-            };
             visited[to] = true;
             let start = match at == now {
                 true => Some(answer),

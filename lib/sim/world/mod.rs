@@ -388,6 +388,19 @@ impl World {
         }
     }
 
+    /// The model screen beneath the app's screen in front, on its task's back stack: where back
+    /// returns unless the screen has a back of its own.
+    fn beneath(&self) -> Option<&str> {
+        if self.front != Front::App {
+            return None;
+        }
+        let stack = &self.tasks.last()?.stack;
+        match stack.len().checked_sub(2).map(|below| &stack[below].view)? {
+            View::Model(index) => Some(self.model.screen(*index).id.as_str()),
+            View::External(_) => None,
+        }
+    }
+
     fn visible_screen(&self) -> Screen {
         match self.front {
             Front::Launcher => self.launcher_screen(),
@@ -465,6 +478,9 @@ impl World {
             ];
             if now.2 {
                 fields.push(("dialog", Value::from("anr")));
+            }
+            if let Some(beneath) = self.beneath() {
+                fields.push(("beneath", Value::from(beneath)));
             }
             if let Some(index) = borrowed {
                 let from = self.model.transitions()[index].from;

@@ -178,9 +178,10 @@ impl World {
             // The ANR dialog cannot be cancelled: only its buttons (or HOME) dismiss it.
             Front::App if self.anr_showing => {}
             Front::App => {
-                let back_transition = self
-                    .top_screen_index()
-                    .and_then(|from| self.first_untargeted(from, Action::Back));
+                let back_transition = self.top_screen_index().and_then(|from| {
+                    let to = self.first_untargeted(from, Action::Back)?;
+                    (!self.back_returns_beneath(from, &to)).then_some(to)
+                });
                 match back_transition {
                     Some(to) => self.fire(&to, Stack::AfterBack, None),
                     None => {
@@ -192,7 +193,21 @@ impl World {
         }
     }
 
-    /// Pops the top entry; an emptied task is finished and the launcher comes to the front.
+    /// Whether a recorded back from `from` to `to` only returned to the screen beneath: `to`
+    /// opens `from` by a recorded move, and the task has a screen beneath `from`. A screen
+    /// opened from several (one sort dialog over two lists) was recorded going back to one of
+    /// them; Android returns to the one it was opened over.
+    fn back_returns_beneath(&self, from: usize, to: &Destination) -> bool {
+        let Destination::Screen(to) = *to else {
+            return false;
+        };
+        let beneath = self.tasks.last().is_some_and(|task| task.stack.len() > 1);
+        beneath
+            && self.model.transitions().iter().any(|t| {
+                t.from == to && t.to == Destination::Screen(from) && t.action != Action::Back
+            })
+    }
+
     /// Pops the top entry; an emptied task is finished, and the app that opened it (else the
     /// launcher) comes to the front.
     pub(super) fn pop(&mut self) {
