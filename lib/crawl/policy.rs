@@ -10,9 +10,10 @@ use crate::events::{Note, NoteKind, Observation};
 use crate::screen::{ActionKey, ScreenKey};
 use crate::ui::UiElement;
 
-/// Stuck steps in a row on one screen, each after a model's answer it had given on that screen
-/// before, before droid-crawl takes the crawl off that screen: one step of the heuristic's,
-/// then, still stuck, a relaunch.
+/// Model answers given again on their screen since the crawl last found a screen, each after
+/// the last without the heuristic deciding in between, before droid-crawl takes the crawl off
+/// them: one step of the heuristic's, then, if the model goes on repeating itself (or the crawl
+/// is still stuck on its screen), a relaunch.
 pub const MODEL_STUCK_STEPS: u32 = 3;
 
 /// Steps in a row in another app, each answered with back, before the driver relaunches the app
@@ -103,31 +104,42 @@ pub enum Escape {
     Relaunch,
 }
 
-/// Stuck steps in a row after a model's repeated answers (see [`MODEL_STUCK_STEPS`]). A model
-/// trying what it has not tried on the screen (a dial pad's next key) explores it; one giving an
-/// answer again (back where back changes nothing) keeps the crawl there.
+/// A model repeating itself (see [`MODEL_STUCK_STEPS`]). A model trying what it has not tried
+/// on a screen (a dial pad's next key) explores it; one giving an answer again on a screen since
+/// anything was found keeps the crawl where it is: back where back changes nothing, or a cycle
+/// of two screens it takes in turn.
 #[derive(Debug, Default)]
 pub struct ModelStuck {
     times: u32,
-    /// The heuristic took its step on the screen.
+    /// The heuristic took its step to get out.
     escaped: bool,
-    /// The screen the answers below were given on.
-    screen: Option<ScreenKey>,
-    /// The model's answers on that screen: the keys of each answer's actions (`None` for an
-    /// action that targets nothing on it).
-    answers: HashSet<Vec<Option<ActionKey>>>,
+    /// The model's answers since the crawl last found a screen: the screen and the keys of the
+    /// answer's actions (`None` for an action that targets nothing on it).
+    answers: HashSet<(ScreenKey, Vec<Option<ActionKey>>)>,
     /// Whether the last step was decided by a model, and by an answer given there before.
     last: Option<bool>,
 }
 
 impl ModelStuck {
-    /// Takes in a step: whether the crawl is stuck on its screen. The escape due at this step,
-    /// if any.
-    pub fn observe(&mut self, stuck: bool) -> Option<Escape> {
-        if !stuck || self.escaped {
-            let escape = (stuck && self.escaped).then_some(Escape::Relaunch);
-            (self.times, self.escaped) = (0, false);
-            return escape;
+    /// Takes in a step: whether the crawl is stuck on its screen and whether the screen is new
+    /// to the run. The escape due at this step, if any.
+    pub fn observe(&mut self, stuck: bool, found: bool) -> Option<Escape> {
+        if found {
+            *self = ModelStuck::default();
+            return None;
+        }
+        if self.escaped {
+            return match (stuck, self.last) {
+                (true, _) | (_, Some(true)) => {
+                    *self = ModelStuck::default();
+                    Some(Escape::Relaunch)
+                }
+                (false, Some(false)) => {
+                    (self.times, self.escaped) = (0, false);
+                    None
+                }
+                (false, None) => None,
+            };
         }
         self.times = match self.last {
             Some(true) => self.times + 1,
@@ -143,11 +155,7 @@ impl ModelStuck {
     /// Takes in the step's decision on `screen`: the keys of the model's answer, or `None` when
     /// no model decided it.
     pub fn decided(&mut self, screen: &ScreenKey, answer: Option<Vec<Option<ActionKey>>>) {
-        if self.screen.as_ref() != Some(screen) {
-            self.screen = Some(screen.clone());
-            self.answers.clear();
-        }
-        self.last = answer.map(|answer| !self.answers.insert(answer));
+        self.last = answer.map(|answer| !self.answers.insert((screen.clone(), answer)));
     }
 }
 
@@ -421,50 +429,64 @@ mod tests {
 
     #[test]
     fn a_model_repeating_its_answers_gets_a_heuristic_step_then_a_relaunch() {
-        let screen = key("a");
+        let (here, there) = (key("a"), key("b"));
         let back = || Some(vec![Some(ActionKey::back())]);
         let tap = |n: u32| Some(vec![Some(ActionKey::on(ActionType::Click, n.to_string()))]);
         let mut model = ModelStuck::default();
-        // The first answer on the screen is new; each answer again counts.
-        model.decided(&screen, back());
-        for _ in 1..MODEL_STUCK_STEPS {
-            assert_eq!(model.observe(true), None);
-            model.decided(&screen, back());
+        // Back where back changes nothing: the first answer is new, each one again counts.
+        model.decided(&here, back());
+        for _ in 0..MODEL_STUCK_STEPS {
+            assert_eq!(model.observe(true, false), None);
+            model.decided(&here, back());
         }
-        assert_eq!(model.observe(true), None);
-        model.decided(&screen, back());
-        assert_eq!(model.observe(true), Some(Escape::Heuristic));
-        model.decided(&screen, None);
-        assert_eq!(model.observe(true), Some(Escape::Relaunch));
-        model.decided(&screen, None);
+        assert_eq!(model.observe(true, false), Some(Escape::Heuristic));
+        model.decided(&here, None);
+        assert_eq!(model.observe(true, false), Some(Escape::Relaunch));
+        model.decided(&here, None);
         // A model trying what it has not tried on the screen is exploring it.
         for n in 0..10 {
-            assert_eq!(model.observe(true), None);
-            model.decided(&screen, tap(n));
+            assert_eq!(model.observe(true, false), None);
+            model.decided(&here, tap(n));
         }
-        // A step the model did not decide, or a step off the screen, starts the count again.
+        // A step the heuristic decided starts the count again; a screen found forgets the
+        // answers.
         for _ in 1..MODEL_STUCK_STEPS {
-            assert_eq!(model.observe(true), None);
-            model.decided(&screen, tap(0));
+            assert_eq!(model.observe(true, false), None);
+            model.decided(&here, tap(0));
         }
-        assert_eq!(model.observe(true), None);
-        model.decided(&screen, None);
-        assert_eq!(model.observe(true), None);
-        model.decided(&screen, tap(0));
-        assert_eq!(model.observe(false), None);
-        model.decided(&key("b"), back());
-        for _ in 1..MODEL_STUCK_STEPS {
-            assert_eq!(model.observe(true), None);
-            model.decided(&key("b"), back());
+        assert_eq!(model.observe(true, false), None);
+        model.decided(&here, None);
+        assert_eq!(model.observe(true, false), None);
+        model.decided(&here, tap(0));
+        assert_eq!(model.observe(false, true), None);
+        model.decided(&there, tap(0));
+        assert_eq!(model.observe(false, false), None);
+        // Two screens taken in turn: the heuristic steps in; the model repeating itself after
+        // that relaunches.
+        model.decided(&here, tap(0));
+        for turn in 0..MODEL_STUCK_STEPS {
+            assert_eq!(model.observe(false, false), None);
+            let screen = [&there, &here][turn as usize % 2];
+            model.decided(screen, tap(0));
         }
-        assert_eq!(model.observe(true), None);
-        model.decided(&key("b"), back());
-        assert_eq!(model.observe(true), Some(Escape::Heuristic));
-        model.decided(&key("b"), None);
-        // The heuristic's step got out.
-        assert_eq!(model.observe(false), None);
-        model.decided(&key("c"), back());
-        assert_eq!(model.observe(true), None);
+        assert_eq!(model.observe(false, false), Some(Escape::Heuristic));
+        model.decided(&here, None);
+        assert_eq!(model.observe(false, false), None);
+        model.decided(&there, tap(0));
+        assert_eq!(model.observe(false, false), Some(Escape::Relaunch));
+        // After the heuristic's step, a new answer ends the escape.
+        model.decided(&here, None);
+        for _ in 0..=MODEL_STUCK_STEPS {
+            assert_eq!(model.observe(false, false), None);
+            model.decided(&here, back());
+        }
+        assert_eq!(model.observe(false, false), Some(Escape::Heuristic));
+        model.decided(&there, None);
+        assert_eq!(model.observe(false, false), None);
+        model.decided(&there, tap(7));
+        assert_eq!(model.observe(false, false), None);
+        model.decided(&here, back());
+        assert_eq!(model.observe(false, false), None);
     }
 
     /// Android's permission dialog as a dump shows it (`controller`'s ids), with `buttons`.

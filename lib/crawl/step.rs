@@ -205,7 +205,7 @@ impl Driver<'_, '_> {
             );
         }
         let key = model.key().clone();
-        run.screens.insert(key.clone());
+        let found = run.screens.insert(key.clone());
         let stuck = self.stuck.observe(&key, step);
         if stuck.is_none() {
             if let Some(escaped) = self.stuck.take_recovery() {
@@ -242,7 +242,7 @@ impl Driver<'_, '_> {
                 decision
             }
             None => {
-                let escape = self.model_stuck.observe(observation.is_stuck);
+                let escape = self.model_stuck.observe(observation.is_stuck, found);
                 let decided = match escape {
                     Some(escape) => self.escape(run, &shown, escape),
                     None => self.decide(run, &shown)?,
@@ -325,9 +325,9 @@ impl Driver<'_, '_> {
         Ok((observation, model))
     }
 
-    /// Takes the crawl off a screen a model keeps it on (see [`policy::MODEL_STUCK_STEPS`]): a
-    /// step of the heuristic's (when the decider runs in this process), else a relaunch; each
-    /// with its note, a follow-up of the stuck detection.
+    /// Takes the crawl off the screens a model keeps it on (see [`policy::MODEL_STUCK_STEPS`]):
+    /// a step of the heuristic's (when the decider runs in this process), else a relaunch; each
+    /// with its note, a follow-up of the stuck detection when the crawl is stuck on one screen.
     fn escape(&mut self, run: &mut Run, shown: &Screen, escape: Escape) -> Option<Decision> {
         let observation = shown.observation();
         let detected_at = self.stuck.since();
@@ -337,8 +337,8 @@ impl Driver<'_, '_> {
                 run.note(
                     NoteKind::Stuck,
                     &format!(
-                        "the model gave answers it had given on this screen {} steps in a \
-                         row: the heuristic decides one step",
+                        "the model gave {} answers again since the crawl last found a \
+                         screen: the heuristic decides one step",
                         policy::MODEL_STUCK_STEPS
                     ),
                     Some(json!({"detected_at": detected_at, "escape": "heuristic"})),
@@ -349,7 +349,7 @@ impl Driver<'_, '_> {
             _ => {
                 run.note(
                     NoteKind::Relaunch,
-                    &format!("relaunch {package}: the model kept the crawl stuck on a screen"),
+                    &format!("relaunch {package}: the model kept the crawl where it was"),
                     Some(json!({"package": package, "detected_at": detected_at,
                                 "escape": "relaunch"})),
                 );

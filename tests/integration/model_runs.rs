@@ -1,6 +1,6 @@
 //! Crawls a model decides, against the stand-in model (an OpenAI-compatible server on
 //! 127.0.0.1, `tests/support/stand_in.rs`) and droid-sim: what the model reports reaches the
-//! run, and a model that keeps the crawl on one screen does not hold it.
+//! run, and a model that keeps the crawl on one screen, or takes two in turn, does not hold it.
 
 use std::path::{Path, PathBuf};
 
@@ -11,13 +11,22 @@ use serde_json::json;
 use crate::explore::{run_app_with, Run};
 use crate::stand_in::{Policy, StandIn};
 
+/// A button of a small app's screen.
+fn button(text: &str, top: i32) -> serde_json::Value {
+    json!({"class": "android.widget.Button", "text": text, "clickable": true,
+           "bounds": [40, top, 1040, top + 120]})
+}
+
+/// `model` written to `dir` as `name`.
+fn written(dir: &Path, name: &str, model: &serde_json::Value) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, model.to_string()).unwrap();
+    path
+}
+
 /// An app whose start screen keeps back to itself (back changes nothing there), with two ways
 /// on: a model answering back forever stays on it.
 fn trap_app(dir: &Path) -> PathBuf {
-    let button = |text: &str, top: i32| {
-        json!({"class": "android.widget.Button", "text": text, "clickable": true,
-               "bounds": [40, top, 1040, top + 120]})
-    };
     let model = json!({
         "package": "com.example.trap",
         "screen_size": [1080, 2400],
@@ -39,9 +48,7 @@ fn trap_app(dir: &Path) -> PathBuf {
             {"from": "next", "action": "click", "target": {"text": "Deeper"}, "to": "deep"},
         ],
     });
-    let path = dir.join("trap.json");
-    std::fs::write(&path, model.to_string()).unwrap();
-    path
+    written(dir, "trap.json", &model)
 }
 
 /// `app` crawled for `steps` steps, the stand-in with `policy` deciding in text mode.
@@ -121,6 +128,52 @@ fn a_model_that_answers_back_forever_does_not_hold_the_crawl() {
         });
         assert_eq!(decided_by.as_deref(), Some("heuristic"));
     }
+}
+
+/// An app whose start screen's first button opens a screen whose first button returns: a model
+/// tapping each screen's first element takes the two in turn. A third screen is one tap away.
+fn cycle_app(dir: &Path) -> PathBuf {
+    let model = json!({
+        "package": "com.example.cycle",
+        "screen_size": [1080, 2400],
+        "start": "list",
+        "screens": [
+            {"id": "list", "activity": "com.example.cycle.Main",
+             "elements": [button("Open", 200), button("Settings", 400)]},
+            {"id": "item", "activity": "com.example.cycle.Item",
+             "elements": [button("Close", 200)]},
+            {"id": "settings", "activity": "com.example.cycle.Settings",
+             "elements": [button("Nothing", 200)]},
+        ],
+        "transitions": [
+            {"from": "list", "action": "click", "target": {"text": "Open"}, "to": "item"},
+            {"from": "item", "action": "click", "target": {"text": "Close"}, "to": "list"},
+            {"from": "list", "action": "click", "target": {"text": "Settings"}, "to": "settings"},
+        ],
+    });
+    written(dir, "cycle.json", &model)
+}
+
+#[test]
+fn a_model_taking_two_screens_in_turn_does_not_hold_the_crawl() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = cycle_app(dir.path());
+    let (run, stand_in) = crawl_with_stand_in(&app.display().to_string(), Policy::First, 20);
+    assert!(stand_in.calls() > 0);
+    assert!(run.reached.contains("settings"), "{:?}", run.reached);
+    let escapes: Vec<_> = notes_of(&run, NoteKind::Stuck)
+        .into_iter()
+        .filter(|n| n.data.as_ref().is_some_and(|d| d["escape"] == "heuristic"))
+        .collect();
+    // Not stuck on one screen: the escape is a detection of its own, and its step the
+    // heuristic's, which finds the third screen.
+    let escape = escapes.first().expect("an escape note");
+    assert!(escape.data.as_ref().unwrap()["detected_at"].is_null());
+    let decided_by = run.events.iter().find_map(|event| match event {
+        Event::Decision(d) if d.step == escape.step => d.decider.clone(),
+        _ => None,
+    });
+    assert_eq!(decided_by.as_deref(), Some("heuristic"));
 }
 
 /// The hybrid decider with the stand-in (or any server) at `provider`: K and L as given.

@@ -6,6 +6,8 @@
 //! - [`Policy::FirstUntried`]: the first ref of the screen it has not answered on that screen
 //!   before (a screen being the prompt's element list), back once every ref was answered;
 //! - [`Policy::Back`]: back, always (a model that keeps a crawl where it is);
+//! - [`Policy::First`]: the screen's first ref, always (a model that takes two screens in turn
+//!   where each one's first element opens the other);
 //! - [`Policy::Oracle`]: reads the app model and the simulator's truth log (the screen the device
 //!   shows, the screens it has shown) and answers the move that starts the shortest path of
 //!   recorded moves towards the nearest screen not shown yet, back when none is left.
@@ -35,6 +37,7 @@ pub enum Policy {
     Random(u64),
     FirstUntried,
     Back,
+    First,
     Oracle { app: String, truth: PathBuf },
 }
 
@@ -199,6 +202,10 @@ impl Answerer {
         let screen: String = elements.iter().map(|e| e.line.as_str()).collect();
         match &self.policy {
             Policy::Back => back("the stand-in always goes back"),
+            Policy::First => match elements.first() {
+                Some(element) => on(element, "the first element, always"),
+                None => back("no element"),
+            },
             Policy::Random(_) => {
                 let pick = self.rng.gen_range(0..=elements.len());
                 match elements.get(pick) {
