@@ -387,3 +387,40 @@ fn sim_back_from_a_screen_opened_over_another_returns_to_that_one() {
         "nothing beneath the start: {line}"
     );
 }
+
+/// A settings page whose box, ticked, shows the page's other state (a push on the simulator's
+/// stack); back from that state was recorded to the list's state the setting changes.
+fn setting_model() -> Value {
+    let main = format!("{PACKAGE}.MainActivity");
+    let settings = format!("{PACKAGE}.SettingsActivity");
+    json!({
+        "package": PACKAGE, "screen_size": [1080, 1920], "start": "list",
+        "screens": [
+            {"id": "list", "activity": main, "elements": [button("gear", [0, 0, 500, 100])]},
+            {"id": "list_hidden", "activity": main, "elements": [button("gear", [0, 0, 500, 100])]},
+            {"id": "settings", "activity": settings, "elements": [button("tick", [0, 200, 500, 300])]},
+            {"id": "settings_on", "activity": settings, "elements": [button("tick", [0, 200, 500, 300])]}
+        ],
+        "transitions": [
+            {"from": "list", "action": "click", "target": id("gear"), "to": "settings"},
+            {"from": "list_hidden", "action": "click", "target": id("gear"), "to": "settings_on"},
+            {"from": "settings", "action": "click", "target": id("tick"), "to": "settings_on"},
+            {"from": "settings_on", "action": "back", "to": "list_hidden"}
+        ]
+    })
+}
+
+#[test]
+fn sim_back_from_a_state_the_stack_kept_apart_follows_the_recording() {
+    let phone = Phone::start(&setting_model(), false);
+    phone.device.tap(250, 50).unwrap();
+    phone.device.tap(250, 250).unwrap();
+    let line = phone.last_screen_line();
+    assert_eq!(
+        (&line["screen"], &line["beneath"]),
+        (&json!("settings_on"), &json!("settings"))
+    );
+    // Beneath is the page's other state, not the list: the recorded back stands.
+    phone.device.key("back").unwrap();
+    assert_eq!(phone.screen(), "list_hidden");
+}

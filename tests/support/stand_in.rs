@@ -282,7 +282,8 @@ fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
         .iter()
         .filter_map(|v| model.screen_index(v["screen"].as_str()?))
         .collect();
-    // A recorded back to a screen that opens this one returns to the screen beneath instead.
+    // A recorded back to a screen that opens this one returns to the screen beneath instead,
+    // when that one shows the destination's activity.
     let opens = |from: usize, to: usize| {
         model
             .transitions()
@@ -305,10 +306,12 @@ fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
                 }
                 back_recorded = true;
                 if opens(to, at) {
+                    let alike =
+                        |under: usize| model.screen(under).activity == model.screen(to).activity;
                     match (at == now, beneath) {
-                        (true, Some(under)) => to = under,
+                        (true, Some(under)) if alike(under) => to = under,
                         (false, _) => continue,
-                        (true, None) => {}
+                        (true, _) => {}
                     }
                 }
             }

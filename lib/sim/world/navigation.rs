@@ -194,15 +194,24 @@ impl World {
     }
 
     /// Whether a recorded back from `from` to `to` only returned to the screen beneath: `to`
-    /// opens `from` by a recorded move, and the task has a screen beneath `from`. A screen
-    /// opened from several (one sort dialog over two lists) was recorded going back to one of
-    /// them; Android returns to the one it was opened over.
+    /// opens `from` by a recorded move, and the screen beneath `from` on the task's stack shows
+    /// `to`'s activity. A screen opened from several (one sort dialog over two lists) was
+    /// recorded going back to one of them; Android returns to the one it was opened over. A
+    /// screen beneath of another activity is a state the stack kept apart (a setting ticked
+    /// pushes its page's other state): the recorded back stands.
     fn back_returns_beneath(&self, from: usize, to: &Destination) -> bool {
         let Destination::Screen(to) = *to else {
             return false;
         };
-        let beneath = self.tasks.last().is_some_and(|task| task.stack.len() > 1);
-        beneath
+        let Some(stack) = self.tasks.last().map(|task| &task.stack) else {
+            return false;
+        };
+        let beneath = stack.len().checked_sub(2).map(|below| &stack[below].view);
+        let Some(View::Model(beneath)) = beneath else {
+            return false;
+        };
+        let activity = |index: usize| &self.model.screen(index).activity;
+        activity(*beneath) == activity(to)
             && self.model.transitions().iter().any(|t| {
                 t.from == to && t.to == Destination::Screen(from) && t.action != Action::Back
             })
