@@ -45,7 +45,7 @@ pub(super) struct Driver<'c, 'd> {
     /// The screenshot of the last step: where a crash found at the next happened.
     pub(super) last_screenshot: Option<String>,
     pub(super) capture_failures: u32,
-    /// Stuck steps in a row under a model's repeated answers.
+    /// A model repeating itself: when to take the crawl off the screens it keeps it on.
     pub(super) model_stuck: ModelStuck,
 }
 

@@ -390,13 +390,13 @@ impl World {
 
     /// The model screen beneath the app's screen in front, on its task's back stack: where back
     /// returns unless the screen has a back of its own.
-    fn beneath(&self) -> Option<&str> {
+    fn beneath(&self) -> Option<usize> {
         if self.front != Front::App {
             return None;
         }
         let stack = &self.tasks.last()?.stack;
         match stack.len().checked_sub(2).map(|below| &stack[below].view)? {
-            View::Model(index) => Some(self.model.screen(*index).id.as_str()),
+            View::Model(index) => Some(*index),
             View::External(_) => None,
         }
     }
@@ -480,7 +480,8 @@ impl World {
                 fields.push(("dialog", Value::from("anr")));
             }
             if let Some(beneath) = self.beneath() {
-                fields.push(("beneath", Value::from(beneath)));
+                let id = self.model.screen(beneath).id.as_str();
+                fields.push(("beneath", Value::from(id)));
             }
             if let Some(index) = borrowed {
                 let from = self.model.transitions()[index].from;

@@ -203,15 +203,11 @@ impl World {
         let Destination::Screen(to) = *to else {
             return false;
         };
-        let Some(stack) = self.tasks.last().map(|task| &task.stack) else {
-            return false;
-        };
-        let beneath = stack.len().checked_sub(2).map(|below| &stack[below].view);
-        let Some(View::Model(beneath)) = beneath else {
+        let Some(beneath) = self.beneath() else {
             return false;
         };
         let activity = |index: usize| &self.model.screen(index).activity;
-        activity(*beneath) == activity(to)
+        activity(beneath) == activity(to)
             && self.model.transitions().iter().any(|t| {
                 t.from == to && t.to == Destination::Screen(from) && t.action != Action::Back
             })
