@@ -510,6 +510,23 @@ impl AppModel {
         &self.transitions
     }
 
+    /// Whether a recorded move other than back leads from `from` to `to`.
+    pub fn opens(&self, from: usize, to: usize) -> bool {
+        self.transitions
+            .iter()
+            .any(|t| t.from == from && t.to == Destination::Screen(to) && t.action != Action::Back)
+    }
+
+    /// Whether a recorded back from `from` to `to` only returned to the screen beneath, so
+    /// back from `from` over `beneath` returns there: `to` opens `from`, and `beneath` shows
+    /// `to`'s activity. A screen opened from several (one sort dialog over two lists) was
+    /// recorded going back to one of them; Android returns to the one it was opened over. A
+    /// screen beneath of another activity is a state a back stack kept apart (a setting ticked
+    /// pushes its page's other state): the recorded back stands.
+    pub fn back_returns_beneath(&self, from: usize, to: usize, beneath: usize) -> bool {
+        self.screens[beneath].activity == self.screens[to].activity && self.opens(to, from)
+    }
+
     /// Screens reachable from the start screen along transitions, in breadth-first order.
     pub fn reachable(&self) -> Vec<usize> {
         let mut seen = BTreeSet::from([self.start]);

@@ -282,14 +282,6 @@ fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
         .iter()
         .filter_map(|v| model.screen_index(v["screen"].as_str()?))
         .collect();
-    // A recorded back to a screen that opens this one returns to the screen beneath instead,
-    // when that one shows the destination's activity.
-    let opens = |from: usize, to: usize| {
-        model
-            .transitions()
-            .iter()
-            .any(|t| t.from == from && t.to == Destination::Screen(to) && t.action != Action::Back)
-    };
     // The moves from a screen of the path: recorded ones whose target is found on it, and back
     // where it is known to lead (from the screen shown now; further on, back returns along the
     // path unless the screen has a back of its own).
@@ -305,14 +297,12 @@ fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
                     continue;
                 }
                 back_recorded = true;
-                if opens(to, at) {
-                    let alike =
-                        |under: usize| model.screen(under).activity == model.screen(to).activity;
-                    match (at == now, beneath) {
-                        (true, Some(under)) if alike(under) => to = under,
-                        (false, _) => continue,
-                        (true, _) => {}
-                    }
+                // Further along the path, a back that returns beneath returns to the screen
+                // before on it.
+                match (at == now, beneath) {
+                    (true, Some(under)) if model.back_returns_beneath(at, to, under) => to = under,
+                    (false, _) if model.opens(to, at) => continue,
+                    _ => {}
                 }
             }
             if let Some(answer) = move_of(model, at, transition) {

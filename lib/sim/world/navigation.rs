@@ -193,24 +193,15 @@ impl World {
         }
     }
 
-    /// Whether a recorded back from `from` to `to` only returned to the screen beneath: `to`
-    /// opens `from` by a recorded move, and the screen beneath `from` on the task's stack shows
-    /// `to`'s activity. A screen opened from several (one sort dialog over two lists) was
-    /// recorded going back to one of them; Android returns to the one it was opened over. A
-    /// screen beneath of another activity is a state the stack kept apart (a setting ticked
-    /// pushes its page's other state): the recorded back stands.
+    /// Whether a recorded back from `from` to `to` returns to the screen beneath instead (see
+    /// [`AppModel::back_returns_beneath`]).
     fn back_returns_beneath(&self, from: usize, to: &Destination) -> bool {
-        let Destination::Screen(to) = *to else {
-            return false;
-        };
-        let Some(beneath) = self.beneath() else {
-            return false;
-        };
-        let activity = |index: usize| &self.model.screen(index).activity;
-        activity(beneath) == activity(to)
-            && self.model.transitions().iter().any(|t| {
-                t.from == to && t.to == Destination::Screen(from) && t.action != Action::Back
-            })
+        match (to, self.beneath()) {
+            (Destination::Screen(to), Some(beneath)) => {
+                self.model.back_returns_beneath(from, *to, beneath)
+            }
+            _ => false,
+        }
     }
 
     /// Pops the top entry; an emptied task is finished, and the app that opened it (else the
