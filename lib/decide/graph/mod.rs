@@ -28,6 +28,8 @@ pub type ScreenIndex = usize;
 #[derive(Debug, Clone)]
 struct Node {
     key: ScreenKey,
+    /// The activity it was shown in, when the device said.
+    activity: Option<String>,
     /// What the state showed when it was told apart from the key's others (its first visit's
     /// for a key not split): its values of the key's slots say which state an observation is.
     details: Rc<Details>,
@@ -90,6 +92,7 @@ impl Node {
     fn new(key: ScreenKey, details: Rc<Details>) -> Node {
         Node {
             key,
+            activity: None,
             details,
             witnessed: BTreeMap::new(),
             merged: false,
@@ -199,8 +202,13 @@ pub struct Graph {
     /// The screen the app shows when (re)launched.
     launch: Option<ScreenIndex>,
     /// The screen the last outcome showed and the one a move other than back left for it:
-    /// where back from it returns (see [`Graph::plan`]).
+    /// where back from it returns (see [`Graph::plan`]). Moves that leave the screen where it
+    /// is, or show it in another state of its key, keep it.
     reached_by: Option<(ScreenIndex, ScreenIndex)>,
+    /// Screens of another activity than the screen they were opened from, by whether their
+    /// back was seen showing that screen again (it finished the activity) or another one (the
+    /// app's own back): see [`Graph::back_returns`].
+    back_finishes: HashMap<ScreenIndex, bool>,
     /// Per widget's action key, where it led away.
     led_away_on: HashMap<ActionKey, LedAway>,
     /// [`Graph::siblings`] answers, until one of the pair gains an action.
@@ -239,6 +247,9 @@ impl Graph {
         self.before = self.shown.replace((id, details));
         let screen = &mut self.screens[id];
         screen.visits += 1;
+        if screen.activity.is_none() {
+            screen.activity = shown.observation().activity.clone();
+        }
         screen.selected = shown
             .elements()
             .iter()
@@ -498,7 +509,24 @@ impl Graph {
         renewed: bool,
     ) -> ScreenIndex {
         let (from, to) = self.refine(from, key, to);
-        self.reached_by = (*key != crate::screen::BACK && to != from).then_some((to, from));
+        if *key == crate::screen::BACK {
+            if let Some((_, opener)) = self.reached_by.filter(|(at, _)| *at == from) {
+                if self.opened_activity(from, opener) {
+                    let finishes = self.back_finishes.entry(from).or_insert(true);
+                    *finishes &= opener == to;
+                }
+            }
+        }
+        let same_screen =
+            self.screens.get(to).map(|s| &s.key) == self.screens.get(from).map(|s| &s.key);
+        self.reached_by = match (*key == crate::screen::BACK, same_screen) {
+            (_, true) => self
+                .reached_by
+                .filter(|(at, _)| *at == from)
+                .map(|(_, opener)| (to, opener)),
+            (false, false) => Some((to, from)),
+            (true, false) => None,
+        };
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return to;
         };
@@ -1158,6 +1186,66 @@ mod tests {
         graph.observe(&Screen::of(&dialog_shown));
         graph.record_edge(home, &click("Sort"), dialog, false);
         assert_eq!(graph.plan(dialog, false, &none()), None);
+    }
+
+    /// Observes `shown` as the outcome of `key` on `from`.
+    fn step(
+        graph: &mut Graph,
+        from: ScreenIndex,
+        key: &ActionKey,
+        shown: &Observation,
+    ) -> ScreenIndex {
+        let to = graph.observe(&Screen::of(shown));
+        graph.record_edge(from, key, to, false)
+    }
+
+    #[test]
+    fn back_from_another_activity_shows_the_screen_that_started_it() {
+        // A camera's photo and video modes are one activity; its settings another, opened
+        // from either mode. Opened from Video, back showed Video.
+        let mut graph = Graph::new();
+        let photo_shown = screen("Main", "0", &["Settings", "Video", "Shutter"]);
+        let video_shown = screen("Main", "0", &["Settings", "Photo", "Record"]);
+        let settings_shown = screen("Settings", "0", &["Sound"]);
+        let photo = graph.observe(&Screen::of(&photo_shown));
+        let video = step(&mut graph, photo, &click("Video"), &video_shown);
+        step(&mut graph, video, &click("Record"), &video_shown);
+        let settings = step(&mut graph, video, &click("Settings"), &settings_shown);
+        step(&mut graph, settings, &BACK, &video_shown);
+        step(&mut graph, video, &click("Photo"), &photo_shown);
+        // Opened from Photo, and a toggle tried there: back shows Photo, whose Shutter is
+        // untried, in one move.
+        step(&mut graph, photo, &click("Settings"), &settings_shown);
+        step(&mut graph, settings, &click("Sound"), &settings_shown);
+        let plan = graph.plan(settings, false, &none()).unwrap();
+        assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), photo));
+        assert_eq!(plan.then, Vec::new());
+        // Once back was seen showing another screen than its opener (the app's own back),
+        // what it showed is what it does: the walk goes through Video.
+        step(&mut graph, settings, &BACK, &video_shown);
+        step(&mut graph, video, &click("Photo"), &photo_shown);
+        step(&mut graph, photo, &click("Settings"), &settings_shown);
+        let plan = graph.plan(settings, false, &none()).unwrap();
+        assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), photo));
+        assert_eq!(plan.then, vec![(video, click("Photo"))]);
+    }
+
+    #[test]
+    fn back_on_a_dialog_over_an_activity_shows_that_activity() {
+        // Home starts an activity that opens with a dialog over its page: back dismisses the
+        // dialog and shows the page, not Home, wherever the dialog was opened from.
+        let mut graph = Graph::new();
+        let home_shown = screen("Home", "0", &["Start", "More"]);
+        let page_shown = screen("Page", "0", &["Choose", "Share"]);
+        let dialog_shown = screen("Page", "0", &["Cancel", "Generate"]);
+        let page = graph.observe(&Screen::of(&page_shown));
+        let dialog = step(&mut graph, page, &click("Choose"), &dialog_shown);
+        step(&mut graph, dialog, &BACK, &page_shown);
+        let home = graph.observe(&Screen::of(&home_shown));
+        graph.set_launch(home);
+        step(&mut graph, home, &click("Start"), &dialog_shown);
+        let plan = graph.plan(dialog, false, &none()).unwrap();
+        assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), page));
     }
 
     #[test]

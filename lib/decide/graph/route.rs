@@ -177,15 +177,16 @@ impl Graph {
                 }
             }
             // Back returns to the screen a move other than back left for this one, when it
-            // led there before: a dialog or a menu opened over several screens is one screen
-            // whose back has as many outcomes.
+            // led there before (a dialog or a menu opened over several screens is one screen
+            // whose back has as many outcomes), or when that move started another activity
+            // whose back was seen finishing it (a settings page opened from several screens).
             let back_to = match at == from {
                 true => came_from,
                 false => came[at].filter(|(_, key)| **key != BACK).map(|(at, _)| at),
             };
             for (key, to, learned) in self.moves_learned(at) {
                 let to = match back_to {
-                    Some(before) if *key == BACK && self.led_to(at, key, before) => before,
+                    Some(before) if *key == BACK && self.back_returns(at, before) => before,
                     _ => to,
                 };
                 let walkable = learned && Self::walkable_on(screen, key);
@@ -225,6 +226,22 @@ impl Graph {
             plan.then.remove(0);
         }
         Some(plan)
+    }
+
+    /// Whether back on `at`, reached from `opener` by a move other than back, shows `opener`
+    /// again: it did before, or `at` shows another activity than `opener` and back on it,
+    /// whenever it was opened from another activity, showed its opener again. (Back on a
+    /// dialog over an activity's first screen shows that screen, not the one that started
+    /// the activity.)
+    pub(super) fn back_returns(&self, at: ScreenIndex, opener: ScreenIndex) -> bool {
+        self.led_to(at, &BACK, opener)
+            || (self.opened_activity(at, opener) && self.back_finishes.get(&at) == Some(&true))
+    }
+
+    /// Whether `at` shows another activity than `opener` (both known).
+    pub(super) fn opened_activity(&self, at: ScreenIndex, opener: ScreenIndex) -> bool {
+        let activity = |screen: ScreenIndex| self.screens[screen].activity.as_deref();
+        activity(at).is_some_and(|at| activity(opener).is_some_and(|opener| at != opener))
     }
 
     /// Whether `key` on `at` led to `to` at least once.
