@@ -91,6 +91,7 @@ impl Graph {
             node.kinds = like.kinds.clone();
             node.controls = like.controls.clone();
             node.parent = like.parent;
+            node.activity = like.activity.clone();
         }
         self.screens.push(node);
         if let Some(states) = self.by_key.get_mut(key) {
