@@ -509,24 +509,7 @@ impl Graph {
         renewed: bool,
     ) -> ScreenIndex {
         let (from, to) = self.refine(from, key, to);
-        if *key == crate::screen::BACK {
-            if let Some((_, opener)) = self.reached_by.filter(|(at, _)| *at == from) {
-                if self.opened_activity(from, opener) {
-                    let finishes = self.back_finishes.entry(from).or_insert(true);
-                    *finishes &= opener == to;
-                }
-            }
-        }
-        let same_screen =
-            self.screens.get(to).map(|s| &s.key) == self.screens.get(from).map(|s| &s.key);
-        self.reached_by = match (*key == crate::screen::BACK, same_screen) {
-            (_, true) => self
-                .reached_by
-                .filter(|(at, _)| *at == from)
-                .map(|(_, opener)| (to, opener)),
-            (false, false) => Some((to, from)),
-            (true, false) => None,
-        };
+        self.note_opener(from, key, to);
         let Some(first_seen) = self.screens.get(to).map(|s| s.visits == 1) else {
             return to;
         };

@@ -233,13 +233,35 @@ impl Graph {
     /// whenever it was opened from another activity, showed its opener again. (Back on a
     /// dialog over an activity's first screen shows that screen, not the one that started
     /// the activity.)
-    pub(super) fn back_returns(&self, at: ScreenIndex, opener: ScreenIndex) -> bool {
+    fn back_returns(&self, at: ScreenIndex, opener: ScreenIndex) -> bool {
         self.led_to(at, &BACK, opener)
             || (self.opened_activity(at, opener) && self.back_finishes.get(&at) == Some(&true))
     }
 
+    /// Learns from the outcome `to` of `key` on `from` what [`Graph::back_returns`] asks: the
+    /// screen `to` was reached from (kept by a move that leaves the screen as it is or shows
+    /// another state of its key), and whether back on another activity's screen showed the
+    /// screen that opened it.
+    pub(super) fn note_opener(&mut self, from: ScreenIndex, key: &ActionKey, to: ScreenIndex) {
+        let opener = self
+            .reached_by
+            .filter(|(at, _)| *at == from)
+            .map(|(_, opener)| opener);
+        if let Some(opener) =
+            opener.filter(|&opener| *key == BACK && self.opened_activity(from, opener))
+        {
+            let finishes = self.back_finishes.entry(from).or_insert(true);
+            *finishes &= opener == to;
+        }
+        self.reached_by = match (*key == BACK, self.key(to) == self.key(from)) {
+            (_, true) => opener.map(|opener| (to, opener)),
+            (false, false) => Some((to, from)),
+            (true, false) => None,
+        };
+    }
+
     /// Whether `at` shows another activity than `opener` (both known).
-    pub(super) fn opened_activity(&self, at: ScreenIndex, opener: ScreenIndex) -> bool {
+    fn opened_activity(&self, at: ScreenIndex, opener: ScreenIndex) -> bool {
         let activity = |screen: ScreenIndex| self.screens[screen].activity.as_deref();
         activity(at).is_some_and(|at| activity(opener).is_some_and(|opener| at != opener))
     }
