@@ -1232,6 +1232,39 @@ mod tests {
     }
 
     #[test]
+    fn an_untried_back_is_a_goal_only_when_asked_for() {
+        // Home opens List, List opens a dialog; every widget is tried, and back was pressed on
+        // the dialog only.
+        let mut graph = Graph::new();
+        let home_shown = screen("Home", "0", &["List"]);
+        let list_shown = screen("List", "0", &["Sort"]);
+        let dialog_shown = screen("Dialog", "0", &["OK"]);
+        let home = graph.observe(&Screen::of(&home_shown));
+        graph.set_launch(home);
+        graph.mark_tried(home, &click("List"));
+        let list = step(&mut graph, home, &click("List"), &list_shown);
+        graph.mark_tried(list, &click("Sort"));
+        let dialog = step(&mut graph, list, &click("Sort"), &dialog_shown);
+        graph.mark_tried(dialog, &click("OK"));
+        step(&mut graph, dialog, &click("OK"), &list_shown);
+        graph.mark_tried(list, &click("Sort"));
+        step(&mut graph, list, &click("Sort"), &dialog_shown);
+        graph.mark_tried(dialog, &BACK);
+        step(&mut graph, dialog, &BACK, &list_shown);
+        // Nothing is left to try but List's back: no plan goes there, the one for backs does.
+        assert_eq!(graph.plan(list, true, &none()), None);
+        graph.mark_tried(list, &click("Sort"));
+        let dialog = step(&mut graph, list, &click("Sort"), &dialog_shown);
+        assert_eq!(graph.plan(dialog, true, &none()), None);
+        let plan = graph.plan_back(dialog, true).unwrap();
+        assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), list));
+        // Back on the launch screen leaves the app: it is no goal.
+        graph.mark_tried(list, &BACK);
+        step(&mut graph, list, &BACK, &home_shown);
+        assert_eq!(graph.plan_back(home, true), None);
+    }
+
+    #[test]
     fn a_distrusted_move_is_no_route_until_nothing_else_is_left() {
         let mut graph = Graph::new();
         let home = graph.observe(&Screen::of(&screen("Home", "0", &["Menu"])));

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, BinaryHeap};
 
 use super::{Graph, Node, ScreenIndex};
-use crate::screen::{ActionKey, BACK};
+use crate::screen::{ActionKey, Rank, BACK};
 
 /// The first move of a path.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +133,30 @@ impl Graph {
         relaunch: bool,
         shown_untried: &BTreeSet<ActionKey>,
     ) -> Option<Plan> {
+        self.plan_for(from, relaunch, |at| self.best_untried(at, shown_untried))
+    }
+
+    /// [`Graph::plan`] to the nearest state of the app whose back was never pressed, for when
+    /// nothing else is left: back is expected to show the screen beneath, so an untried back
+    /// is no goal while other actions are, but it may not (a dialog that shows another page
+    /// on back, an activity that finishes to somewhere else), and "explored" is not said of
+    /// an app with a state whose back nobody pressed.
+    pub fn plan_back(&self, from: ScreenIndex, relaunch: bool) -> Option<Plan> {
+        self.plan_for(from, relaunch, |at| {
+            let screen = &self.screens[at];
+            let untried = self.launch != Some(at) && screen.own() && !screen.tried.contains(&BACK);
+            untried.then(|| (BACK.clone(), Rank::Dismissive.promise()))
+        })
+    }
+
+    /// [`Graph::plan`] to the goals `goal` names (a screen's action to take there and its
+    /// promise).
+    fn plan_for(
+        &self,
+        from: ScreenIndex,
+        relaunch: bool,
+        goal: impl Fn(ScreenIndex) -> Option<(ActionKey, f64)>,
+    ) -> Option<Plan> {
         let count = self.screens.len();
         let mut first: Vec<Option<Move>> = vec![None; count];
         // The move each screen was reached by, from the screen before it on its path.
@@ -159,7 +183,7 @@ impl Graph {
             }
             let screen = &self.screens[at];
             if at != from && !screen.outside {
-                if let Some((key, promise)) = self.best_untried(at, shown_untried) {
+                if let Some((key, promise)) = goal(at) {
                     let act = match here.observed || self.blind_goal(at, &key) {
                         true => here.then_act(),
                         false => here.then_observe().then_act(),

@@ -16,7 +16,8 @@
 //! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
 //! once, when its own actions are all tried or nothing else is worth more; back that leaves the
 //! app is followed by a relaunch.
-//! When nothing untried is within reach: back, then relaunch with every route revived. Once no
+//! When nothing untried is within reach: back, then a walk to press back where it never was
+//! ([`Graph::plan_back`]), then relaunch with every route revived. Once no
 //! state the graph tells apart has an untried action, a pass over what was found is done: if it
 //! found something, another pass begins from a relaunch, changing the app's toggles and options
 //! first and then trying every other action once more (what it found may be a state of the app
@@ -42,7 +43,7 @@ use forms::OptionTry;
 use here::Local;
 use walks::Walk;
 
-use super::graph::{Graph, Move, ScreenIndex, UNSEEN_PRODUCTIVITY};
+use super::graph::{Graph, Move, Plan, ScreenIndex, UNSEEN_PRODUCTIVITY};
 use super::Credentials;
 use crate::events::{Action, ActionType, Decision};
 use crate::screen::{ActionKey, Rank, Screen, BACK};
@@ -530,28 +531,8 @@ impl Heuristic {
             return back("what the app does on back from its first screen".into());
         }
         if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
-            match plan.first.clone() {
-                Move::Relaunch => {
-                    return self.relaunch("the launch screen leads to untried actions")
-                }
-                Move::Action(key) => {
-                    if let Some(mut actions) = self.replay(shown, &key) {
-                        let walk = match self.graph.is_learned(screen, &key) {
-                            true => {
-                                let room = Decision::MAX_ACTIONS.saturating_sub(actions.len());
-                                self.walk(&plan, room)
-                            }
-                            false => None,
-                        };
-                        let walk = walk.map(|(walk, taken)| {
-                            actions.extend(taken);
-                            walk
-                        });
-                        let mut choice = Choice::new(actions);
-                        choice.commits.walk = walk;
-                        return choice;
-                    }
-                }
+            if let Some(choice) = self.follow(shown, screen, &plan) {
+                return choice;
             }
         }
         if let Some(local) = local {
@@ -570,6 +551,10 @@ impl Heuristic {
                  what was found",
             );
             choice.commits.rest = true;
+            return choice;
+        }
+        let back_plan = self.graph.plan_back(screen, self.package.is_some());
+        if let Some(choice) = back_plan.and_then(|plan| self.follow(shown, screen, &plan)) {
             return choice;
         }
         let tally = self.graph.tally();
@@ -609,6 +594,32 @@ impl Heuristic {
         };
         choice.commits.revive = true;
         choice
+    }
+
+    /// The plan's first move on the screen shown, and the walk after it when that move is
+    /// learned: none when the move's widget is not on the screen.
+    fn follow(&mut self, shown: &Screen, screen: ScreenIndex, plan: &Plan) -> Option<Choice> {
+        let key = match plan.first.clone() {
+            Move::Relaunch => {
+                return Some(self.relaunch("the launch screen leads to what is left untried"))
+            }
+            Move::Action(key) => key,
+        };
+        let mut actions = self.replay(shown, &key)?;
+        let walk = match self.graph.is_learned(screen, &key) {
+            true => {
+                let room = Decision::MAX_ACTIONS.saturating_sub(actions.len());
+                self.walk(plan, room)
+            }
+            false => None,
+        };
+        let walk = walk.map(|(walk, taken)| {
+            actions.extend(taken);
+            walk
+        });
+        let mut choice = Choice::new(actions);
+        choice.commits.walk = walk;
+        Some(choice)
     }
 
     /// Whether to press back on the launch screen now: once, when its own actions are all
