@@ -1154,6 +1154,7 @@ mod tests {
             dialog
         };
         let home = graph.observe(&Screen::of(&home_shown));
+        graph.set_launch(home);
         let dialog = open(&mut graph, home, &home_shown);
         let list = graph.observe(&Screen::of(&list_shown));
         open(&mut graph, list, &list_shown);
@@ -1232,12 +1233,11 @@ mod tests {
     }
 
     #[test]
-    fn an_untried_back_is_a_goal_only_when_asked_for() {
-        // Home opens List, List opens a dialog; every widget is tried, and back was pressed on
-        // the dialog only.
+    fn a_back_never_pressed_is_a_goal_once_nothing_else_is_left_there() {
+        // Home opens List, List opens a dialog; back was pressed on the dialog only.
         let mut graph = Graph::new();
         let home_shown = screen("Home", "0", &["List"]);
-        let list_shown = screen("List", "0", &["Sort"]);
+        let list_shown = screen("List", "0", &["Sort", "Share"]);
         let dialog_shown = screen("Dialog", "0", &["OK"]);
         let home = graph.observe(&Screen::of(&home_shown));
         graph.set_launch(home);
@@ -1251,17 +1251,26 @@ mod tests {
         step(&mut graph, list, &click("Sort"), &dialog_shown);
         graph.mark_tried(dialog, &BACK);
         step(&mut graph, dialog, &BACK, &list_shown);
-        // Nothing is left to try but List's back: no plan goes there, the one for backs does.
-        assert_eq!(graph.plan(list, true, &none()), None);
         graph.mark_tried(list, &click("Sort"));
         let dialog = step(&mut graph, list, &click("Sort"), &dialog_shown);
-        assert_eq!(graph.plan(dialog, true, &none()), None);
-        let plan = graph.plan_back(dialog, true).unwrap();
+        // List's "Share" is untried: it is the goal, not List's back.
+        assert!(graph.has_untried_back(list));
+        let share = graph.plan(dialog, true, &none()).unwrap();
+        assert_eq!(share.goal, list);
+        // Shared, List has nothing left but its back: still a goal, worth a dismissive
+        // widget's promise.
+        graph.mark_tried(list, &click("Share"));
+        step(&mut graph, list, &click("Share"), &list_shown);
+        graph.mark_tried(list, &click("Sort"));
+        let dialog = step(&mut graph, list, &click("Sort"), &dialog_shown);
+        let plan = graph.plan(dialog, true, &none()).unwrap();
         assert_eq!((plan.first, plan.goal), (Move::Action(BACK.clone()), list));
+        assert!(plan.value < share.value);
         // Back on the launch screen leaves the app: it is no goal.
         graph.mark_tried(list, &BACK);
         step(&mut graph, list, &BACK, &home_shown);
-        assert_eq!(graph.plan_back(home, true), None);
+        assert!(!graph.has_untried_back(home));
+        assert_eq!(graph.plan(home, true, &none()), None);
     }
 
     #[test]
@@ -1303,6 +1312,10 @@ mod tests {
         graph.record_edge(far, &BACK, far, false);
         assert_eq!(graph.plan(far, false, &none()), None);
         graph.mark_tried(home, &click("Other"));
+        // Middle's back, never pressed, is the last goal; once pressed, there is none.
+        let plan = graph.plan(far, true, &none()).unwrap();
+        assert_eq!((plan.first, plan.goal), (Move::Relaunch, middle));
+        graph.mark_tried(middle, &BACK);
         assert_eq!(graph.plan(far, true, &none()), None);
     }
 
@@ -1310,6 +1323,7 @@ mod tests {
     fn a_widget_untried_here_is_no_goal_elsewhere() {
         let mut graph = Graph::new();
         let home = graph.observe(&Screen::of(&screen("Home", "0", &["Search", "Go", "More"])));
+        graph.set_launch(home);
         let page = graph.observe(&Screen::of(&screen("Page", "0", &["Search", "X"])));
         graph.record_edge(home, &click("Go"), page, false);
         graph.observe(&Screen::of(&screen("Page", "0", &["Search", "X"])));

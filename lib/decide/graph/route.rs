@@ -126,36 +126,16 @@ impl Graph {
     ///
     /// A goal is judged by its best untried action not in `shown_untried`: a widget shown
     /// untried on this screen too (a toolbar's search) is left for this screen, and the goal
-    /// judged by its other untried actions.
+    /// judged by its other untried actions. A state of the app's own (not the launch screen,
+    /// where back leaves the app) with nothing else untried and whose back was never pressed is
+    /// a goal for that back, with a dismissive widget's promise: back is expected to show the
+    /// screen beneath, but may not (a dialog that shows its page scrolled, an activity that
+    /// finishes to another state of the screen beneath than the one it was opened from).
     pub fn plan(
         &self,
         from: ScreenIndex,
         relaunch: bool,
         shown_untried: &BTreeSet<ActionKey>,
-    ) -> Option<Plan> {
-        self.plan_for(from, relaunch, |at| self.best_untried(at, shown_untried))
-    }
-
-    /// [`Graph::plan`] to the nearest state of the app whose back was never pressed, for when
-    /// nothing else is left: back is expected to show the screen beneath, so an untried back
-    /// is no goal while other actions are, but it may not (a dialog that shows another page
-    /// on back, an activity that finishes to somewhere else), and "explored" is not said of
-    /// an app with a state whose back nobody pressed.
-    pub fn plan_back(&self, from: ScreenIndex, relaunch: bool) -> Option<Plan> {
-        self.plan_for(from, relaunch, |at| {
-            let screen = &self.screens[at];
-            let untried = self.launch != Some(at) && screen.own() && !screen.tried.contains(&BACK);
-            untried.then(|| (BACK.clone(), Rank::Dismissive.promise()))
-        })
-    }
-
-    /// [`Graph::plan`] to the goals `goal` names (a screen's action to take there and its
-    /// promise).
-    fn plan_for(
-        &self,
-        from: ScreenIndex,
-        relaunch: bool,
-        goal: impl Fn(ScreenIndex) -> Option<(ActionKey, f64)>,
     ) -> Option<Plan> {
         let count = self.screens.len();
         let mut first: Vec<Option<Move>> = vec![None; count];
@@ -183,7 +163,10 @@ impl Graph {
             }
             let screen = &self.screens[at];
             if at != from && !screen.outside {
-                if let Some((key, promise)) = goal(at) {
+                if let Some((key, promise)) = self
+                    .best_untried(at, shown_untried)
+                    .or_else(|| self.untried_back(at))
+                {
                     let act = match here.observed || self.blind_goal(at, &key) {
                         true => here.then_act(),
                         false => here.then_observe().then_act(),
@@ -250,6 +233,21 @@ impl Graph {
             plan.then.remove(0);
         }
         Some(plan)
+    }
+
+    /// Back on `at` as a goal of [`Graph::plan`], with its promise, when it was never pressed
+    /// there (see [`Graph::has_untried_back`]).
+    fn untried_back(&self, at: ScreenIndex) -> Option<(ActionKey, f64)> {
+        self.has_untried_back(at)
+            .then(|| (BACK.clone(), Rank::Dismissive.promise()))
+    }
+
+    /// Whether `at` is a state of the app's own, other than the launch screen (where back
+    /// leaves the app), whose back was never pressed.
+    pub fn has_untried_back(&self, at: ScreenIndex) -> bool {
+        self.screens.get(at).is_some_and(|screen| {
+            self.launch != Some(at) && screen.own() && !screen.tried.contains(&BACK)
+        })
     }
 
     /// Whether back on `at`, reached from `opener` by a move other than back, shows `opener`

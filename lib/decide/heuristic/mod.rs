@@ -16,8 +16,9 @@
 //! with the goal's untried click or gesture (see [`Walk`]). Back on the launch screen is tried
 //! once, when its own actions are all tried or nothing else is worth more; back that leaves the
 //! app is followed by a relaunch.
-//! When nothing untried is within reach: back, then a walk to press back where it never was
-//! ([`Graph::plan_back`]), then relaunch with every route revived. Once no
+//! A state with nothing else untried is worth its back, never pressed there, as a dismissive
+//! widget is: back may show another state of the screen beneath than the one expected.
+//! When nothing untried is within reach: back, then relaunch with every route revived. Once no
 //! state the graph tells apart has an untried action, a pass over what was found is done: if it
 //! found something, another pass begins from a relaunch, changing the app's toggles and options
 //! first and then trying every other action once more (what it found may be a state of the app
@@ -530,6 +531,11 @@ impl Heuristic {
         if self.back_on_first_screen(screen, own_tried, best.fold(0.0, f64::max)) {
             return back("what the app does on back from its first screen".into());
         }
+        // With nothing else here, a back never pressed is worth what it is worth elsewhere (a
+        // goal of the plan): a dismissive widget's promise.
+        let back_here = (here.is_none() && self.graph.has_untried_back(screen))
+            .then(|| self.graph.value_here(screen, Rank::Dismissive.promise()));
+        let here = here.or(back_here);
         if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
             if let Some(choice) = self.follow(shown, screen, &plan) {
                 return choice;
@@ -551,10 +557,6 @@ impl Heuristic {
                  what was found",
             );
             choice.commits.rest = true;
-            return choice;
-        }
-        let back_plan = self.graph.plan_back(screen, self.package.is_some());
-        if let Some(choice) = back_plan.and_then(|plan| self.follow(shown, screen, &plan)) {
             return choice;
         }
         let tally = self.graph.tally();
