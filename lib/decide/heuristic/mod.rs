@@ -549,7 +549,11 @@ impl Heuristic {
             return choice;
         }
         if !self.graph.is_tried(screen, &BACK) {
-            return back("every action here is explored and no known path leads further".into());
+            return back(
+                "back was never pressed here, and nothing untried here or on a known path is \
+                 worth more"
+                    .into(),
+            );
         }
         if self.graph.changing() {
             let mut choice = self.relaunch(
