@@ -1248,7 +1248,7 @@ mod tests {
         step(&mut graph, dialog, &BACK, &list_shown);
         let dialog = step(&mut graph, list, &click("Sort"), &dialog_shown);
         // List's "Share" is untried: it is the goal, not List's back.
-        assert!(graph.has_untried_back(list));
+        assert!(graph.untried_back(list).is_some());
         let share = graph.plan(dialog, true, &none()).unwrap();
         assert_eq!(share.goal, list);
         // Shared, List has nothing left but its back: still a goal, worth a dismissive
@@ -1260,7 +1260,7 @@ mod tests {
         assert!(plan.value < share.value);
         // Back on the launch screen leaves the app: it is no goal.
         step(&mut graph, list, &BACK, &home_shown);
-        assert!(!graph.has_untried_back(home));
+        assert_eq!(graph.untried_back(home), None);
         assert_eq!(graph.plan(home, true, &none()), None);
     }
 

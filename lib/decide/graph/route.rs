@@ -235,19 +235,13 @@ impl Graph {
         Some(plan)
     }
 
-    /// Back on `at` as a goal of [`Graph::plan`], with its promise, when it was never pressed
-    /// there (see [`Graph::has_untried_back`]).
-    fn untried_back(&self, at: ScreenIndex) -> Option<(ActionKey, f64)> {
-        self.has_untried_back(at)
-            .then(|| (BACK.clone(), Rank::Dismissive.promise()))
-    }
-
-    /// Whether `at` is a state of the app's own, other than the launch screen (where back
-    /// leaves the app), whose back was never pressed.
-    pub fn has_untried_back(&self, at: ScreenIndex) -> bool {
-        self.screens.get(at).is_some_and(|screen| {
-            self.launch != Some(at) && screen.own() && !screen.tried.contains(&BACK)
-        })
+    /// Back on `at`, with its promise (a dismissive widget's), when `at` is a state of the
+    /// app's own, other than the launch screen (where back leaves the app), whose back was
+    /// never pressed: a goal of [`Graph::plan`], and worth as much on the screen observed.
+    pub fn untried_back(&self, at: ScreenIndex) -> Option<(ActionKey, f64)> {
+        let screen = self.screens.get(at)?;
+        let untried = self.launch != Some(at) && screen.own() && !screen.tried.contains(&BACK);
+        untried.then(|| (BACK.clone(), Rank::Dismissive.promise()))
     }
 
     /// Whether back on `at`, reached from `opener` by a move other than back, shows `opener`

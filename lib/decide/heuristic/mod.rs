@@ -533,8 +533,11 @@ impl Heuristic {
         }
         // With nothing else here, a back never pressed is worth what it is worth elsewhere (a
         // goal of the plan): a dismissive widget's promise.
-        let back_here = (here.is_none() && self.graph.has_untried_back(screen))
-            .then(|| self.graph.value_here(screen, Rank::Dismissive.promise()));
+        let back_here = self
+            .graph
+            .untried_back(screen)
+            .filter(|_| here.is_none())
+            .map(|(_, promise)| self.graph.value_here(screen, promise));
         let here = here.or(back_here);
         if let Some(plan) = plan.filter(|plan| here.is_none_or(|here| plan.value > here)) {
             if let Some(choice) = self.follow(shown, screen, &plan) {
