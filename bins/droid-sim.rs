@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use droid::sim::check::check;
 use droid::sim::fault::{Fault, Latency};
-use droid::sim::infer::added_moves;
+use droid::sim::infer;
 use droid::sim::model::AppModel;
 use droid::sim::{Sim, SimConfig};
 
@@ -40,7 +40,9 @@ use droid::sim::{Sim, SimConfig};
         dump-error:RATE            `uiautomator dump` fails with `ERROR: could not get idle state.` \
         at this rate (0..1, deterministic)\n  \
         slow:MS                    every device command takes MS milliseconds longer\n  \
-        anr-on:SCREEN              when SCREEN is shown the app stops responding (ANR dialog)\n\n\
+        anr-on:SCREEN              when SCREEN is shown the app stops responding (ANR dialog)\n  \
+        crash-every:N              a flaky crash: the model's crash transitions fire on their \
+        1st, (N+1)th, (2N+1)th... attempt over the device's life; the others do nothing\n\n\
         LATENCY (--latency realistic): uiautomator dump 1.2 s, screencap -p 0.6 s, raw screencap \
         0.15 s, input 0.1 s, other commands 0.02 s.\n\n\
         EXAMPLES:\n  \
@@ -65,10 +67,10 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     port: u16,
     /// Per-command delays: none, or realistic (see below).
-    #[arg(long, default_value = "none", value_parser = parse_latency)]
+    #[arg(long, default_value = "none", value_parser = str::parse::<Latency>)]
     latency: Latency,
     /// A fault to inject (see FAULTS below); repeatable.
-    #[arg(long = "fault", value_name = "SPEC", value_parser = parse_fault)]
+    #[arg(long = "fault", value_name = "SPEC", value_parser = str::parse::<Fault>)]
     faults: Vec<Fault>,
     /// Write one JSON line per screen shown and per input received to FILE.
     #[arg(long, value_name = "FILE")]
@@ -99,14 +101,6 @@ enum Ime {
     Adbkeyboard,
 }
 
-fn parse_latency(value: &str) -> Result<Latency, String> {
-    value.parse().map_err(|err| format!("{err}"))
-}
-
-fn parse_fault(value: &str) -> Result<Fault, String> {
-    value.parse().map_err(|err| format!("{err}"))
-}
-
 /// Prints `text` on stdout (a reader that went away ends the run normally, see `finish`).
 fn print(text: &str) -> anyhow::Result<()> {
     Ok(writeln!(std::io::stdout().lock(), "{}", text.trim_end())?)
@@ -122,12 +116,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let app = args.app.unwrap_or_default();
     if args.describe {
-        let model = AppModel::load(&app)?;
-        let inferred = added_moves(&model).len();
-        return print(&format!(
-            "{}moves inference adds (screen, action, view): {inferred}",
-            model.describe()
-        ));
+        return print(&infer::describe(&AppModel::load(&app)?));
     }
     let config = SimConfig {
         port: args.port,
@@ -142,11 +131,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let sim = Sim::start_as(config, args.serial)
         .with_context(|| format!("cannot start the simulator for {app}"))?;
-    let ready =
-        serde_json::json!({"type": "sim_ready", "port": sim.port(), "serial": sim.serial()});
     let mut stdout = std::io::stdout().lock();
     // A reader that went away early does not stop the device.
-    let _ = writeln!(stdout, "{ready}").and_then(|()| stdout.flush());
+    let _ = writeln!(stdout, "{}", sim.ready_line()).and_then(|()| stdout.flush());
     drop(stdout);
     sim.wait();
     Ok(())

@@ -136,6 +136,16 @@ pub struct AddedMove {
     pub inferred: Inferred,
 }
 
+/// Text for `droid-sim --describe`: the model's screens (see [`AppModel::describe`]) and how
+/// many moves inference adds to it.
+pub fn describe(model: &AppModel) -> String {
+    format!(
+        "{}moves inference adds (screen, action, view): {}",
+        model.describe(),
+        added_moves(model).len()
+    )
+}
+
 /// Every (screen, action, view) move inference adds to `model`: for each view that handles a
 /// touch at its centre (each text field, for typing) where no recorded transition answers, the
 /// move [`infer`] finds, whatever text the fields hold (`requires` are not checked).

@@ -545,7 +545,8 @@ impl AppModel {
         order
     }
 
-    /// Text for `--describe`: screen count and the screens reachable from the start screen.
+    /// The screen count and the screens reachable from the start screen (`droid-sim --describe`,
+    /// see [`crate::sim::infer::describe`]).
     pub fn describe(&self) -> String {
         let reachable = self.reachable();
         let ids = |indexes: &mut dyn Iterator<Item = usize>| {

@@ -305,6 +305,13 @@ impl SimHandle {
         &self.shared.serial
     }
 
+    /// The line `droid-sim` prints once it serves:
+    /// `{"type":"sim_ready","port":N,"serial":"..."}`.
+    pub fn ready_line(&self) -> String {
+        serde_json::json!({"type": "sim_ready", "port": self.port(), "serial": self.serial()})
+            .to_string()
+    }
+
     /// The package of the app model it serves.
     pub fn package(&self) -> &str {
         &self.shared.package
