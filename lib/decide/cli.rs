@@ -111,9 +111,9 @@ pub struct DeciderArgs {
     /// [default: `config set plateau_model_calls`, DROID_PLATEAU_MODEL_CALLS, 4]
     #[arg(long, value_name = "L")]
     pub plateau_model_calls: Option<u32>,
-    /// Hybrid: the most of the run's steps, in percent, the model decides; once they are
-    /// spent the heuristic decides until the steps catch up [default: `config set
-    /// model_share`, DROID_MODEL_SHARE, 20]
+    /// Hybrid: the most of the run's steps, in percent, the model is called for (steps walked
+    /// to screens it named are not calls); once they are spent the heuristic decides until the
+    /// steps catch up [default: `config set model_share`, DROID_MODEL_SHARE, 20]
     #[arg(long, value_name = "PERCENT")]
     pub model_share: Option<u32>,
     /// Model name (provider deciders) [default: `config set model`, DROID_MODEL, the

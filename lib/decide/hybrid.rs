@@ -5,15 +5,17 @@
 //! call a model asked before only while its steps have found new states at least as often as
 //! the heuristic's (Laplace's rule over each side's steps): a model that finds less waits until
 //! the heuristic's own rate has fallen to its, and one that finds twice as much is asked after
-//! fewer quiet steps. The model decides at most [`HybridConfig::model_share`] percent of the
-//! run's steps, and a turn starts only when that share holds all its calls.
+//! fewer quiet steps. The model is called for at most [`HybridConfig::model_share`] percent of
+//! the run's steps, and a turn starts only when that share holds all its calls. Steps walked to
+//! states a call named (`visit`, see [`super::response::visits`]) are the model's part but no
+//! calls: the part goes on until they are walked, whatever they find.
 
 use super::provider::ProviderConfig;
 
 /// Steps without a new state before the model is asked (`plateau_steps`).
 pub const PLATEAU_STEPS: u32 = 6;
 
-/// The most of a run's steps, in percent, the model decides (`model_share`).
+/// The most of a run's steps, in percent, the model is called for (`model_share`).
 pub const MODEL_SHARE: u32 = 20;
 
 /// Model calls without a new state before the heuristic decides again (`plateau_model_calls`).
@@ -27,7 +29,7 @@ pub struct HybridConfig {
     pub plateau_steps: u32,
     /// L: model calls without a new state before the heuristic takes over again.
     pub model_calls: u32,
-    /// The most of the run's steps, in percent, the model decides.
+    /// The most of the run's steps, in percent, the model is called for.
     pub model_share: u32,
 }
 
@@ -63,11 +65,14 @@ pub struct Plateau {
     /// The model was given its calls on this plateau and found nothing: the heuristic's "nothing
     /// left" no longer calls it (a new state does, or another K quiet steps).
     gave_up: bool,
-    /// Steps each side decided so far, and those that found a new state.
+    /// Steps each side decided so far, and those that found a new state (the model's steps
+    /// include those walked to a screen it named).
     heuristic_steps: u32,
     heuristic_found: u32,
     model_steps: u32,
     model_found: u32,
+    /// Steps the model was asked to decide (its calls): what its share bounds.
+    model_asked: u32,
 }
 
 /// How often steps found a new state, by Laplace's rule: (found + 1) / (steps + 2).
@@ -97,6 +102,7 @@ impl Plateau {
             heuristic_found: 0,
             model_steps: 0,
             model_found: 0,
+            model_asked: 0,
         }
     }
 
@@ -112,10 +118,10 @@ impl Plateau {
                 >= rate(self.heuristic_found, self.heuristic_steps)
     }
 
-    /// Whether the model decided fewer than its share of the steps so far.
+    /// Whether the model was asked fewer than its share of the steps so far.
     fn within_share(&self) -> bool {
         let steps = self.heuristic_steps + self.model_steps;
-        100 * u64::from(self.model_steps) < u64::from(self.model_share) * u64::from(steps.max(1))
+        100 * u64::from(self.model_asked) < u64::from(self.model_share) * u64::from(steps.max(1))
     }
 
     /// Whether the model's share holds a whole turn ([`HybridConfig::model_calls`] calls) on
@@ -123,7 +129,7 @@ impl Plateau {
     /// towards a screen the heuristic then walks away from.
     fn room_for_turn(&self) -> bool {
         let steps = u64::from(self.heuristic_steps + self.model_steps + self.model_calls);
-        100 * u64::from(self.model_steps + self.model_calls) <= u64::from(self.model_share) * steps
+        100 * u64::from(self.model_asked + self.model_calls) <= u64::from(self.model_share) * steps
     }
 
     /// Quiet steps that make a plateau: fewer once the model's steps found new states at least
@@ -138,10 +144,16 @@ impl Plateau {
         }
     }
 
-    /// Takes in a step about to be decided: the states the exploration tells apart now and
-    /// whether the heuristic has nothing left to try. Who decides it, and the switch, if this
-    /// step changes who.
-    pub fn step(&mut self, states: usize, nothing_left: bool) -> (Phase, Option<Switch>) {
+    /// Takes in a step about to be decided: the states the exploration tells apart now,
+    /// whether the heuristic has nothing left to try, and whether a model's phase step is
+    /// walked to a screen the model named (`guided`: the heuristic decides it, the model is not
+    /// called). Who decides it, and the switch, if this step changes who.
+    pub fn step(
+        &mut self,
+        states: usize,
+        nothing_left: bool,
+        guided: bool,
+    ) -> (Phase, Option<Switch>) {
         let new = states > self.states;
         self.states = self.states.max(states);
         if new {
@@ -184,6 +196,8 @@ impl Plateau {
                     }
                 })
             }
+            // The walk to what the model named goes on, whatever it finds on the way.
+            Phase::Model if guided => None,
             Phase::Model if new => Some(Switch {
                 to: Phase::Heuristic,
                 why: "the model found a new state: the heuristic decides".to_string(),
@@ -208,8 +222,9 @@ impl Plateau {
             self.phase = switch.to;
             self.quiet = 0;
         }
-        if self.phase == Phase::Model {
+        if self.phase == Phase::Model && !guided {
             self.calls += 1;
+            self.model_asked += 1;
         }
         (self.phase, switch)
     }
@@ -245,7 +260,7 @@ mod tests {
         let mut p = shared(2, 4, 20);
         let (mut states, mut model_steps) = (1, 0);
         for step in 1..=200u32 {
-            let (phase, _) = p.step(states, false);
+            let (phase, _) = p.step(states, false, false);
             if phase == Phase::Model {
                 model_steps += 1;
                 states += usize::from(model_steps % 2 == 0);
@@ -258,11 +273,11 @@ mod tests {
         assert!(model_steps >= 30, "{model_steps}");
         // Its share spent, "nothing left" does not call it: the exploration may end.
         let mut p = shared(50, 4, 20);
-        assert_eq!(p.step(1, true).0, Phase::Model);
-        let (phase, switch) = p.step(1, true);
+        assert_eq!(p.step(1, true, false).0, Phase::Model);
+        let (phase, switch) = p.step(1, true, false);
         assert_eq!(phase, Phase::Heuristic);
         assert!(switch.unwrap().why.contains("its share of the steps"));
-        assert_eq!(p.step(1, true), (Phase::Heuristic, None));
+        assert_eq!(p.step(1, true, false), (Phase::Heuristic, None));
         assert!(p.gave_up());
     }
 
@@ -272,13 +287,13 @@ mod tests {
         // before the share holds four calls: the model waits until its four calls and the
         // sixteen steps before them make twenty.
         let mut p = shared(2, 4, 20);
-        let first = (1..=40u32).find(|_| p.step(1, false).0 == Phase::Model);
+        let first = (1..=40u32).find(|_| p.step(1, false, false).0 == Phase::Model);
         assert_eq!(first, Some(16));
         // Its four calls find nothing, yet every one of them is made: no turn is cut short.
         for _ in 0..3 {
-            assert_eq!(p.step(1, false).0, Phase::Model);
+            assert_eq!(p.step(1, false, false).0, Phase::Model);
         }
-        let (phase, switch) = p.step(1, false);
+        let (phase, switch) = p.step(1, false, false);
         assert_eq!(phase, Phase::Heuristic);
         assert!(switch
             .unwrap()
@@ -291,13 +306,13 @@ mod tests {
         let mut p = plateau(8, 2);
         // The heuristic finds two states in ten steps; a plateau of eight steps.
         for states in [1, 1, 2, 2, 2, 2, 2, 2, 2, 2] {
-            assert_eq!(p.step(states, false).0, Phase::Heuristic);
+            assert_eq!(p.step(states, false, false).0, Phase::Heuristic);
         }
-        assert_eq!(p.step(2, false).0, Phase::Model);
+        assert_eq!(p.step(2, false, false).0, Phase::Model);
         // The model finds a state at its first call: two quiet steps make the next plateau.
-        assert_eq!(p.step(3, false).0, Phase::Heuristic);
-        assert_eq!(p.step(3, false).0, Phase::Heuristic);
-        assert_eq!(p.step(3, false).0, Phase::Model);
+        assert_eq!(p.step(3, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(3, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(3, false, false).0, Phase::Model);
     }
 
     #[test]
@@ -305,26 +320,26 @@ mod tests {
         let mut p = plateau(3, 2);
         // New states: the heuristic decides.
         for states in 1..=4 {
-            assert_eq!(p.step(states, false), (Phase::Heuristic, None));
+            assert_eq!(p.step(states, false, false), (Phase::Heuristic, None));
         }
-        assert_eq!(p.step(4, false).0, Phase::Heuristic);
-        assert_eq!(p.step(4, false).0, Phase::Heuristic);
-        let (phase, switch) = p.step(4, false);
+        assert_eq!(p.step(4, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(4, false, false).0, Phase::Heuristic);
+        let (phase, switch) = p.step(4, false, false);
         assert_eq!(phase, Phase::Model);
         assert!(switch.unwrap().why.starts_with("no new state for 3 steps"));
         // A new state: back to the heuristic at once.
-        let (phase, switch) = p.step(5, false);
+        let (phase, switch) = p.step(5, false, false);
         assert_eq!(
             (phase, switch.unwrap().to),
             (Phase::Heuristic, Phase::Heuristic)
         );
         // Another plateau; the model's two calls find nothing.
         for _ in 0..2 {
-            assert_eq!(p.step(5, false).0, Phase::Heuristic);
+            assert_eq!(p.step(5, false, false).0, Phase::Heuristic);
         }
-        assert_eq!(p.step(5, false).0, Phase::Model);
-        assert_eq!(p.step(5, false), (Phase::Model, None));
-        let (phase, switch) = p.step(5, false);
+        assert_eq!(p.step(5, false, false).0, Phase::Model);
+        assert_eq!(p.step(5, false, false), (Phase::Model, None));
+        let (phase, switch) = p.step(5, false, false);
         assert_eq!(phase, Phase::Heuristic);
         assert!(switch
             .unwrap()
@@ -339,37 +354,81 @@ mod tests {
         // Six steps of the heuristic's, a new state each; then two quiet ones: a model not
         // asked yet gets its turn.
         for states in 1..=6 {
-            assert_eq!(p.step(states, false).0, Phase::Heuristic);
+            assert_eq!(p.step(states, false, false).0, Phase::Heuristic);
         }
-        assert_eq!(p.step(6, false).0, Phase::Heuristic);
-        assert_eq!(p.step(6, false).0, Phase::Model);
+        assert_eq!(p.step(6, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(6, false, false).0, Phase::Model);
         // Its two calls find nothing: 1 in 4 by Laplace's rule, the heuristic 7 in 10.
-        assert_eq!(p.step(6, false).0, Phase::Model);
-        assert_eq!(p.step(6, false).0, Phase::Heuristic);
+        assert_eq!(p.step(6, false, false).0, Phase::Model);
+        assert_eq!(p.step(6, false, false).0, Phase::Heuristic);
         // Quiet steps no longer call it until the heuristic's own steps find as little.
         let waited = (1..100)
-            .find(|_| p.step(6, false).0 == Phase::Model)
+            .find(|_| p.step(6, false, false).0 == Phase::Model)
             .unwrap();
         assert!(waited > 10, "{waited}");
         // Its next call finds a state: it is asked again after K quiet steps.
-        assert_eq!(p.step(7, false).0, Phase::Heuristic);
-        assert_eq!(p.step(7, false).0, Phase::Heuristic);
-        assert_eq!(p.step(7, false).0, Phase::Model);
+        assert_eq!(p.step(7, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(7, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(7, false, false).0, Phase::Model);
     }
 
     #[test]
     fn nothing_left_calls_the_model_once_per_discovery() {
         let mut p = plateau(10, 1);
-        assert_eq!(p.step(1, false).0, Phase::Heuristic);
-        let (phase, switch) = p.step(1, true);
+        assert_eq!(p.step(1, false, false).0, Phase::Heuristic);
+        let (phase, switch) = p.step(1, true, false);
         assert_eq!(phase, Phase::Model);
         assert!(switch.unwrap().why.contains("nothing left"));
-        assert_eq!(p.step(1, true).0, Phase::Heuristic);
+        assert_eq!(p.step(1, true, false).0, Phase::Heuristic);
         // Given up: the heuristic's "nothing left" no longer calls the model.
-        assert_eq!(p.step(1, true), (Phase::Heuristic, None));
+        assert_eq!(p.step(1, true, false), (Phase::Heuristic, None));
         assert!(p.gave_up());
         // A new state does.
-        assert_eq!(p.step(2, false).0, Phase::Heuristic);
-        assert_eq!(p.step(2, true).0, Phase::Model);
+        assert_eq!(p.step(2, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(2, true, false).0, Phase::Model);
+    }
+
+    #[test]
+    fn steps_walked_to_a_screen_the_model_named_are_no_calls() {
+        let mut p = plateau(2, 2);
+        assert_eq!(p.step(1, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(1, false, false).0, Phase::Heuristic);
+        // The model's call names screens; the walk there takes three steps, none a call, and
+        // goes on past a new state.
+        assert_eq!(p.step(1, false, false).0, Phase::Model);
+        for _ in 0..3 {
+            assert_eq!(p.step(1, false, true), (Phase::Model, None));
+        }
+        assert_eq!(p.step(2, false, true), (Phase::Model, None));
+        let (phase, switch) = p.step(3, false, false);
+        assert_eq!(phase, Phase::Heuristic);
+        assert!(switch.unwrap().why.contains("found a new state"));
+        // Quiet again: the model's next turn.
+        assert_eq!(p.step(3, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(3, false, false).0, Phase::Model);
+        for _ in 0..3 {
+            assert_eq!(p.step(3, false, true), (Phase::Model, None));
+        }
+        // Arrived without a new state: its second call, then its turn is over.
+        assert_eq!(p.step(1, false, false), (Phase::Model, None));
+        let (phase, switch) = p.step(1, false, false);
+        assert_eq!(phase, Phase::Heuristic);
+        assert!(switch.unwrap().why.contains("2 model calls"));
+    }
+
+    #[test]
+    fn the_share_bounds_the_calls_not_the_steps_walked() {
+        let mut p = shared(1, 4, 20);
+        // Twenty of the heuristic's steps; then a turn whose first call names a screen walked
+        // to in ten steps: the share (a fifth of the steps) counts the one call.
+        for states in 1..=20 {
+            p.step(states, false, false);
+        }
+        assert_eq!(p.step(20, false, false).0, Phase::Model);
+        for _ in 0..10 {
+            assert_eq!(p.step(20, false, true).0, Phase::Model);
+        }
+        assert!(p.within_share());
+        assert_eq!(p.step(20, false, false), (Phase::Model, None));
     }
 }

@@ -33,11 +33,13 @@ use crate::screen::Screen;
 pub use crate::secret::TEST_PASSWORD_PLACEHOLDER;
 use cost::{Budget, OnBudget, Price, Spent};
 use dfs::DfsDecider;
+use graph::ScreenIndex;
 use heuristic::Heuristic;
 use hybrid::{HybridConfig, Phase, Plateau};
 use prompt::{Context, PastStep, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
+use response::Visit;
 
 /// Test credentials for sign-in and sign-up forms.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -464,15 +466,21 @@ impl Stage {
         }
         let tally = self.heuristic.graph().tally();
         let nothing_left = self.heuristic.explored() || self.heuristic.began_pass();
+        let guided = self.heuristic.goal().is_some();
         let Some(plateau) = self.plateau.as_mut() else {
             return true;
         };
-        let (phase, switch) = plateau.step(tally.states, nothing_left);
+        let (phase, switch) = plateau.step(tally.states, nothing_left, guided);
         if let Some(switch) = switch {
             let data = json!({"decides": phase.as_str(), "states": tally.states});
             events.push(self.note(observation, NoteKind::Switch, Some(switch.why), Some(data)));
         }
-        phase == Phase::Model
+        // A screen the model named is walked to in its part only: found something new on the
+        // way, the heuristic explores that instead.
+        if phase == Phase::Heuristic {
+            self.heuristic.clear_goals();
+        }
+        phase == Phase::Model && !guided
     }
 
     /// What the run's model calls spent so far.
@@ -521,16 +529,17 @@ impl Stage {
     /// What the model is told of the states holding actions not tried (the hybrid's model: the
     /// heuristic's knowledge), a line per state in the order they were found, at most
     /// [`UNTRIED_LINES`].
-    fn untried_lines(&self) -> Vec<String> {
+    fn untried_lines(&self) -> Vec<(ScreenIndex, String)> {
         if self.plateau.is_none() {
             return Vec::new();
         }
-        self.heuristic
-            .graph()
+        let graph = self.heuristic.graph();
+        graph
             .untried_states()
             .into_iter()
             .take(UNTRIED_LINES)
-            .map(|(key, places)| {
+            .filter_map(|(screen, places)| {
+                let key = graph.key(screen)?;
                 let activity = key.as_str().split('|').next().unwrap_or_default();
                 let activity = activity.rsplit('.').next().unwrap_or(activity);
                 let labels: Vec<String> = places
@@ -539,9 +548,33 @@ impl Stage {
                     .take(UNTRIED_LINES)
                     .map(|p| format!("\"{}\"", p.label))
                     .collect();
-                format!("{activity}: {}", labels.join(", "))
+                Some((screen, format!("{activity}: {}", labels.join(", "))))
             })
             .collect()
+    }
+
+    /// The screens a model's visits name among the lines it was told (numbered from 1), set
+    /// as the heuristic's goals, in order; what each goal is, for a note.
+    fn set_goals(&mut self, visits: &[Visit], untried: &[(ScreenIndex, String)]) -> Vec<String> {
+        let named: Vec<(ScreenIndex, Option<String>, String)> = visits
+            .iter()
+            .filter_map(|visit| {
+                let index = usize::try_from(visit.screen).ok()?.checked_sub(1)?;
+                let (screen, line) = untried.get(index)?;
+                let what = match &visit.element {
+                    Some(element) => format!("\"{element}\" on {line}"),
+                    None => line.clone(),
+                };
+                Some((*screen, visit.element.clone(), what))
+            })
+            .collect();
+        let goals = named.iter().map(|(_, _, what)| what.clone()).collect();
+        self.heuristic.set_goals(
+            named
+                .into_iter()
+                .map(|(screen, element, _)| (screen, element)),
+        );
+        goals
     }
 
     /// Takes in a recorded run as the stage took it in live: each observation as it came, each
@@ -605,6 +638,14 @@ impl Stage {
             self.model_decides(observation, &mut Vec::new());
         }
         let by = recorded.decider.as_deref();
+        // A model's answer naming a screen to go to was walked to by the heuristic, starting
+        // with this step.
+        let answer = recorded.ai.as_ref().and_then(|ai| ai.response.as_deref());
+        let visits = answer.map(response::visits).unwrap_or_default();
+        if asked && !visits.is_empty() {
+            let untried = self.untried_lines();
+            self.set_goals(&visits, &untried);
+        }
         match self.baseline.as_mut() {
             // Only the generator moves on.
             Some(Baseline::Random(random)) if by == Some(self.name) => {
@@ -824,11 +865,12 @@ impl Stage {
     fn ask_model(&mut self, shown: &Screen, events: &mut Vec<Event>) -> Result<Decision, Error> {
         let observation = shown.observation();
         let untried = self.untried_lines();
+        let lines: Vec<String> = untried.iter().map(|(_, line)| line.clone()).collect();
         let context = Context {
             journal: &self.journal,
             stuck_reason: self.stuck_reason.as_deref(),
             single_action: self.single_action,
-            untried: &untried,
+            untried: &lines,
         };
         let built = prompt::build(observation, &context, &self.settings);
         if let Some(reason) = &built.fallback {
@@ -895,6 +937,22 @@ impl Stage {
         meta.tokens_out = generation.tokens_out;
         self.charge(&mut meta, observation, events);
         meta.response = Some(generation.text.clone());
+        let visits = response::visits(&generation.text);
+        let goals = self.set_goals(&visits, &untried);
+        if !goals.is_empty() {
+            // The heuristic walks to the screens the model named, starting now.
+            self.single_action = false;
+            let message = format!(
+                "the model names what to try on screens listed: the heuristic walks there ({})",
+                goals.join("; ")
+            );
+            let data = json!({"visits": visits.iter().map(|v| json!({"screen": v.screen,
+                "element": v.element})).collect::<Vec<_>>()});
+            events.push(self.note(observation, NoteKind::State, Some(message), Some(data)));
+            let mut decision = self.heuristic_decision(shown, events);
+            decision.ai = Some(meta);
+            return Ok(decision);
+        }
         let most = match self.single_action {
             true => 1,
             false => Decision::MAX_ACTIONS,

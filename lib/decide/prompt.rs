@@ -64,6 +64,10 @@ pub struct Built {
     pub fallback: Option<String>,
 }
 
+/// The action of an answer that names a screen of [`Context::untried`] to go to (see
+/// [`super::response::visit`]).
+pub const VISIT: &str = "visit";
+
 /// Situation of the exploration at this step.
 #[derive(Debug, Clone, Default)]
 pub struct Context<'a> {
@@ -152,9 +156,14 @@ pub fn default_system_prompt(
     text
 }
 
-/// The JSON Schema of an answer (plain JSON Schema, accepted by every provider).
-pub fn response_schema() -> Value {
-    let names = ActionType::decidable_names();
+/// The JSON Schema of an answer (plain JSON Schema, accepted by every provider); with `visit`
+/// (the prompt lists screens with actions not tried), the `visit` action and its `screen` and
+/// `element`.
+pub fn response_schema(visit: bool) -> Value {
+    let mut names = ActionType::decidable_names();
+    if visit {
+        names.push(VISIT);
+    }
     let point = json!({"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2});
     json!({
         "type": "object",
@@ -175,6 +184,8 @@ pub fn response_schema() -> Value {
                         },
                         "ref": {"type": "integer"},
                         "input_text": {"type": "string"},
+                        "screen": {"type": "integer"},
+                        "element": {"type": "string"},
                         "reasoning": {"type": "string"},
                     },
                     "required": ["action", "action_desc", "reasoning"],
@@ -207,7 +218,7 @@ pub fn build(observation: &Observation, context: &Context<'_>, settings: &Prompt
             system,
             user,
             image,
-            schema: response_schema(),
+            schema: response_schema(!context.untried.is_empty()),
         },
         scale,
         fallback,
@@ -258,16 +269,23 @@ fn user_text(
         );
     }
     if !context.untried.is_empty() {
-        text.push_str("Screens seen with actions not tried yet (activity: elements):\n");
-        for line in context.untried {
-            let _ = writeln!(text, "- {line}");
+        text.push_str(
+            "Screens seen with actions not tried yet ([screen=N] activity: elements). To try \
+             one of these elements, answer {\"action\": \"visit\", \"screen\": N, \"element\": \
+             \"<its label>\"} alone: the explorer walks there by itself and taps it.\n",
+        );
+        for (number, line) in (1..).zip(context.untried) {
+            let _ = writeln!(text, "- [screen={number}] {line}");
         }
     }
     let _ = writeln!(text, "is_stuck: {}", context.stuck_reason.is_some());
     if let Some(reason) = context.stuck_reason {
         let _ = writeln!(text, "stuck_reason: {reason}");
     }
-    let names = ActionType::decidable_names();
+    let mut names = ActionType::decidable_names();
+    if !context.untried.is_empty() {
+        names.push(VISIT);
+    }
     let _ = writeln!(text, "Allowed action types: {}.", names.join(", "));
     if vision {
         text.push_str("Available elements ([ref=N] label, box in screenshot pixels):\n");
@@ -426,6 +444,41 @@ mod tests {
         assert!(built.prompt.user.contains("Button \"Login\" [ref=3]"));
         let built = build(&obs, &Context::default(), &PromptSettings::default());
         assert!(built.fallback.is_some());
+    }
+
+    #[test]
+    fn listed_screens_are_numbered_for_a_visit_that_only_they_allow() {
+        let settings = PromptSettings {
+            text_only: true,
+            ..PromptSettings::default()
+        };
+        let untried = [
+            "Main: \"Settings\", \"About\"".to_string(),
+            "Editor: \"Save\"".into(),
+        ];
+        let context = Context {
+            untried: &untried,
+            ..Context::default()
+        };
+        let built = build(&observation(None), &context, &settings);
+        let user = &built.prompt.user;
+        assert!(
+            user.contains("- [screen=1] Main: \"Settings\", \"About\"\n"),
+            "{user}"
+        );
+        assert!(user.contains("- [screen=2] Editor: \"Save\"\n"));
+        assert!(user.contains("Allowed action types: ") && user.contains(", visit."));
+        let allowed = |schema: &Value| {
+            schema["properties"]["actions"]["items"]["properties"]["action"]["enum"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(VISIT))
+        };
+        assert!(allowed(&built.prompt.schema));
+        // Nothing listed: no visit.
+        let built = build(&observation(None), &Context::default(), &settings);
+        assert!(!built.prompt.user.contains("visit"));
+        assert!(!allowed(&built.prompt.schema));
     }
 
     #[test]

@@ -203,6 +203,62 @@ pub fn parse(
     Err(first_error.unwrap_or(InvalidResponse::NoActions))
 }
 
+/// A model's answer naming a state the exploration knows (a line of the prompt's list of
+/// screens with actions not tried), to be walked to by the exploration itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Visit {
+    /// The line's number, as the prompt gave it.
+    pub screen: u32,
+    /// The label of the element to try there, as the line shows it.
+    pub element: Option<String>,
+}
+
+/// The answer's visits, when its decision (the likeliest of its JSON values, in the order of
+/// [`ranked`]) begins with them: `{"action": "visit", "screen": 2, "element": "Settings"}`,
+/// alone or first in `actions`; the visits up to its first other action, in order. A screen's
+/// number is read as a `ref` is (`2`, `"2"`, `"[screen=2]"`); a visit without one ends them.
+pub fn visits(text: &str) -> Vec<Visit> {
+    let Some(value) = ranked(json_values(text)).into_iter().next() else {
+        return Vec::new();
+    };
+    let items = match value {
+        Value::Array(items) => items,
+        Value::Object(mut object) => match object.remove("actions") {
+            Some(Value::Array(items)) => items,
+            Some(_) => return Vec::new(),
+            None => vec![Value::Object(object)],
+        },
+        _ => return Vec::new(),
+    };
+    items.iter().map_while(visit).collect()
+}
+
+/// One action as a visit.
+fn visit(item: &Value) -> Option<Visit> {
+    let object = item.as_object()?;
+    let name = object.get("action").and_then(Value::as_str)?;
+    if !name.trim().eq_ignore_ascii_case(super::prompt::VISIT) {
+        return None;
+    }
+    let screen = match object.get("screen")? {
+        Value::String(text) => {
+            let text = text.trim().trim_start_matches('[').trim_end_matches(']');
+            text.strip_prefix("screen=")
+                .unwrap_or(text)
+                .trim()
+                .parse()
+                .ok()
+        }
+        other => ref_number(other),
+    }?;
+    let element = object
+        .get("element")
+        .and_then(Value::as_str)
+        .map(|label| label.trim().trim_matches('"').to_string())
+        .filter(|label| !label.is_empty());
+    Some(Visit { screen, element })
+}
+
 /// One candidate value as a decision.
 fn decision(
     value: Value,
@@ -495,6 +551,33 @@ mod tests {
             "]".repeat(MAX_NESTING - 1)
         );
         assert!(!json_values(&fine).is_empty());
+    }
+
+    #[test]
+    fn visits_name_listed_screens_and_their_elements() {
+        let visit = |screen, element: Option<&str>| Visit {
+            screen,
+            element: element.map(str::to_string),
+        };
+        let bare = r#"{"action": "visit", "screen": 2, "element": "Settings", "reasoning": "r"}"#;
+        assert_eq!(visits(bare), vec![visit(2, Some("Settings"))]);
+        let listed = r#"Going there. {"actions": [{"action": "Visit", "screen": "[screen=3]",
+            "element": "\"About\""}, {"action": "visit", "screen": "1", "element": " "},
+            {"action": "back"}, {"action": "visit", "screen": 4}]}"#;
+        assert_eq!(
+            visits(listed),
+            vec![visit(3, Some("About")), visit(1, None)]
+        );
+        // Not first, no number, another action: no visit.
+        for answer in [
+            r#"{"actions": [{"action": "back"}, {"action": "visit", "screen": 1}]}"#,
+            r#"{"action": "visit", "screen": "the settings"}"#,
+            r#"{"action": "visit"}"#,
+            r#"{"action": "click", "ref": 3}"#,
+            "no JSON at all",
+        ] {
+            assert_eq!(visits(answer), vec![], "{answer}");
+        }
     }
 
     fn observation() -> Observation {

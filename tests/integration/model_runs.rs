@@ -545,3 +545,90 @@ fn a_one_shot_hybrid_stage_per_step_asks_the_model_when_a_long_running_one_does(
         notes_of(&live, NoteKind::Switch).len()
     );
 }
+
+/// A hybrid run of `app` with the oracle stand-in (K 2, L 4), each step decided by a
+/// long-running stage, or by a droid-decide resuming the run from crawler.db (`one_shot`); its
+/// stand-in's calls.
+fn hybrid_oracle_run(app: &str, steps: u64, one_shot: bool) -> (Run, usize) {
+    let (package, _, _) = crate::explore::model_facts(app);
+    let mut model = None;
+    let run = run_app_with(app, Decider::Heuristic, 0, steps, |config, truth| {
+        let stand_in = StandIn::start(Policy::Oracle {
+            app: app.to_string(),
+            truth: truth.to_path_buf(),
+        });
+        config.decide.prompt.text_only = true;
+        config.decide.decider = hybrid(stand_in.provider(), 2, 4);
+        if one_shot {
+            let args = format!(
+                "--package {package} --decider hybrid --hybrid-provider openai --base-url {} \
+                 --model {} --text-only --plateau-steps 2 --plateau-model-calls 4",
+                stand_in.base_url(),
+                crate::stand_in::MODEL
+            );
+            crate::one_graph::decide_one_shot(config, &args);
+        }
+        model = Some(stand_in);
+    });
+    (run, model.expect("started").calls())
+}
+
+#[test]
+fn screens_a_model_names_are_walked_to_by_the_heuristic_in_one_call() {
+    // A real app's model: a dialer whose screens several tabs and menus lead to.
+    let fixtures = droid::fixtures_or_skip!();
+    let app = fixtures
+        .join("apps/dialer/model.json")
+        .display()
+        .to_string();
+    let (app, steps) = (app.as_str(), 60);
+    let (live, calls) = hybrid_oracle_run(app, steps, false);
+    // The oracle named listed screens to try an element on: the heuristic walked there (its
+    // steps with no call) and tried the element.
+    let named = notes_of(&live, NoteKind::State)
+        .into_iter()
+        .filter(|note| {
+            note.data
+                .as_ref()
+                .is_some_and(|d| d.get("visits").is_some())
+        })
+        .count();
+    assert!(named >= 1, "no visit in {steps} steps");
+    let reasons: Vec<String> = live
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Decision(d) if d.decider.as_deref() == Some("heuristic") && d.ai.is_none() => {
+                d.actions.iter().find_map(|a| a.reasoning.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(reasons
+        .iter()
+        .any(|r| r.starts_with("the model's goal: \"")));
+    // Every call is a decision with `ai`, a visit's included.
+    let with_ai = live
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Decision(d) if d.ai.is_some()))
+        .count();
+    assert_eq!(with_ai, calls);
+    // A droid-decide per step, resuming from crawler.db, walks to the same goals.
+    let (one_shot, one_shot_calls) = hybrid_oracle_run(app, steps, true);
+    let decided = |run: &Run| -> Vec<(Option<u64>, Option<String>, Vec<String>)> {
+        run.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Decision(d) => Some((
+                    d.step,
+                    d.decider.clone(),
+                    d.actions.iter().map(|a| a.action.to_string()).collect(),
+                )),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(one_shot_calls, calls);
+    assert_eq!(decided(&one_shot), decided(&live));
+}

@@ -227,7 +227,7 @@ impl Answerer {
             }
             Policy::Oracle { truth, .. } => {
                 let model = self.model.as_ref().expect("loaded with the policy");
-                oracle(model, truth).unwrap_or_else(|| back("nothing unseen is reachable"))
+                oracle(model, truth, user).unwrap_or_else(|| back("nothing unseen is reachable"))
             }
         }
     }
@@ -269,7 +269,11 @@ fn on(element: &Element, why: &str) -> Answer {
 /// the nearest screen of the app not shown yet, as actions on the elements its target and the
 /// fields it requires name (boxes in device pixels). Back goes where the simulator takes it:
 /// to the screen beneath (the truth log's `beneath`) unless the screen has a back of its own.
-fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
+/// When that screen is more than one move away and the prompt lists screens with untried
+/// elements whose recorded taps (on screens shown, of the lines' activities) show screens not
+/// shown yet, it answers a `visit` of each (that screen's first) instead: droid walks there
+/// itself; and so it does when no recorded move leads from here to a screen not shown yet.
+fn oracle(model: &AppModel, truth: &std::path::Path, user: &str) -> Option<Answer> {
     use droid::sim::model::{Action, Destination};
     let lines: Vec<Value> = crate::explore::truth_lines(truth)
         .filter(|v| v["screen"].is_string())
@@ -319,24 +323,139 @@ fn oracle(model: &AppModel, truth: &std::path::Path) -> Option<Answer> {
     let mut visited = vec![false; model.screens().len()];
     visited[now] = true;
     let mut queue = VecDeque::from([now]);
+    let unseen = |to: usize| !seen.contains(&to) && model.screen(to).package == model.package();
     while let Some(at) = queue.pop_front() {
         for (to, answer) in moves(at) {
             if visited[to] {
                 continue;
             }
             visited[to] = true;
+            if at == now && unseen(to) {
+                return Some(answer);
+            }
             let start = match at == now {
                 true => Some(answer),
                 false => first[at].clone(),
             };
-            if !seen.contains(&to) && model.screen(to).package == model.package() {
-                return start;
+            if unseen(to) {
+                let visits = visits(model, (at, to), &seen, user, unseen);
+                return match visits.is_empty() {
+                    true => start,
+                    false => Some(visits),
+                };
             }
             first[to] = start;
             queue.push_back(to);
         }
     }
-    None
+    // No recorded move leads on from here: a screen listed may.
+    let visits = visits(model, (usize::MAX, usize::MAX), &seen, user, unseen);
+    (!visits.is_empty()).then_some(visits)
+}
+
+/// Most visits in one answer.
+const MOST_VISITS: usize = 8;
+
+/// Visits of screens the prompt lists (`- [screen=N] Activity: "label", ...`), each naming an
+/// element of a recorded tap, needing no typed text, from a shown screen of the line's activity
+/// to a screen `unseen` holds, each such screen once: the one `nearest` (a tap from a screen to
+/// the nearest unseen one) opens first.
+fn visits(
+    model: &AppModel,
+    nearest: (usize, usize),
+    seen: &BTreeSet<usize>,
+    user: &str,
+    unseen: impl Fn(usize) -> bool,
+) -> Answer {
+    use droid::sim::model::{Action, Destination};
+    let listed: Vec<(u64, &str, Vec<&str>)> = user
+        .lines()
+        .filter_map(|line| {
+            let rest = line.trim().strip_prefix("- [screen=")?;
+            let (number, rest) = rest.split_once("] ")?;
+            let (activity, elements) = rest.split_once(": ")?;
+            let labels = elements.split(", ").map(|l| l.trim_matches('"')).collect();
+            Some((number.parse().ok()?, activity, labels))
+        })
+        .collect();
+    // The shown screen each line is, when one is sure: the only one of the line's activity
+    // showing every label it lists.
+    let texts = |screen: usize| -> HashSet<&str> {
+        model
+            .screen(screen)
+            .nodes()
+            .into_iter()
+            .flat_map(|n| ["text", "content-desc"].map(|a| n.attr(a).trim()))
+            .collect()
+    };
+    let shows: std::collections::HashMap<u64, usize> = listed
+        .iter()
+        .filter_map(|(number, activity, elements)| {
+            let showing: Vec<usize> = seen
+                .iter()
+                .copied()
+                .filter(|&at| model.screen(at).activity.rsplit('.').next() == Some(*activity))
+                .filter(|&at| {
+                    let texts = texts(at);
+                    elements.iter().all(|l| texts.contains(l))
+                })
+                .collect();
+            match showing[..] {
+                [only] => Some((*number, only)),
+                _ => None,
+            }
+        })
+        .collect();
+    // Taps from shown screens to unseen ones, the nearest first.
+    let mut taps: Vec<(usize, usize, &droid::sim::model::Transition)> = Vec::new();
+    for transition in model.transitions() {
+        let Destination::Screen(to) = transition.to else {
+            continue;
+        };
+        let tap = transition.action == Action::Click && transition.requires.is_empty();
+        if tap && seen.contains(&transition.from) && unseen(to) {
+            taps.push((transition.from, to, transition));
+        }
+    }
+    taps.sort_by_key(|(from, to, _)| (*from, *to) != nearest);
+    let mut answer = Vec::new();
+    let mut targets = HashSet::new();
+    for (from, to, transition) in taps {
+        if answer.len() == MOST_VISITS || targets.contains(&to) {
+            continue;
+        }
+        let screen = model.screen(from);
+        let nodes = screen.nodes();
+        let Some(node) = nodes
+            .iter()
+            .find(|n| transition.target.as_ref().is_some_and(|m| m.matches(n)))
+        else {
+            continue;
+        };
+        // The labels droid may give the element: its own text or description, its children's.
+        let labels: Vec<&str> = node
+            .walk()
+            .into_iter()
+            .flat_map(|n| ["text", "content-desc"].map(|a| n.attr(a).trim()))
+            .filter(|text| !text.is_empty())
+            .collect();
+        let line = listed
+            .iter()
+            .filter(|(number, _, _)| shows.get(number) == Some(&from))
+            .find_map(|(number, _, elements)| {
+                let label = elements.iter().find(|l| labels.contains(l))?;
+                Some((*number, *label))
+            });
+        if let Some((number, label)) = line {
+            targets.insert(to);
+            answer.push(
+                json!({"action": "visit", "screen": number, "element": label,
+                "action_desc": format!("visit screen {number}"),
+                "reasoning": "a screen listed leads to one not seen yet"}),
+            );
+        }
+    }
+    answer
 }
 
 /// Texts the oracle types into a field a move requires, the first matching the move's pattern.

@@ -312,15 +312,27 @@ impl Graph {
 
     /// The app's own states holding actions not tried, each with where its untried actions'
     /// widgets were last seen (read-only: what a model is told of what is left).
-    pub fn untried_states(&self) -> Vec<(&ScreenKey, Vec<&Place>)> {
+    pub fn untried_states(&self) -> Vec<(ScreenIndex, Vec<&Place>)> {
         self.screens
             .iter()
-            .filter(|s| !s.outside && !s.untried.is_empty())
-            .map(|s| {
+            .enumerate()
+            .filter(|(_, s)| !s.outside && !s.untried.is_empty())
+            .map(|(index, s)| {
                 let places = s.untried.keys().filter_map(|k| s.places.get(k)).collect();
-                (&s.key, places)
+                (index, places)
             })
             .collect()
+    }
+
+    /// The untried action on `screen` whose widget was last seen labelled `label`: its click
+    /// when that is untried.
+    pub fn untried_labelled(&self, screen: ScreenIndex, label: &str) -> Option<ActionKey> {
+        let node = self.screens.get(screen)?;
+        node.untried
+            .keys()
+            .filter(|key| node.places.get(*key).is_some_and(|p| p.label == label))
+            .min_by_key(|key| !key.is_click())
+            .cloned()
     }
 
     /// The identity of a screen of the graph (the key all its states share).

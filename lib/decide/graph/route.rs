@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, BinaryHeap};
 
 use super::{Graph, Node, ScreenIndex};
-use crate::screen::{ActionKey, Rank, BACK};
+use crate::screen::{ActionKey, Rank, ScreenKey, BACK};
 
 /// The first move of a path.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,6 +137,24 @@ impl Graph {
         relaunch: bool,
         shown_untried: &BTreeSet<ActionKey>,
     ) -> Option<Plan> {
+        self.plan_among(from, relaunch, shown_untried, None)
+    }
+
+    /// The cheapest path from `from` to a state of `goal`'s key with an untried action (or
+    /// back never pressed), as [`Graph::plan`] finds paths: where a model asked the exploration
+    /// to go. None when no known route reaches one.
+    pub fn plan_to(&self, from: ScreenIndex, goal: &ScreenKey, relaunch: bool) -> Option<Plan> {
+        self.plan_among(from, relaunch, &BTreeSet::new(), Some(goal))
+    }
+
+    /// [`Graph::plan`], its goals the states of the key `only` when given.
+    fn plan_among(
+        &self,
+        from: ScreenIndex,
+        relaunch: bool,
+        shown_untried: &BTreeSet<ActionKey>,
+        only: Option<&ScreenKey>,
+    ) -> Option<Plan> {
         let count = self.screens.len();
         let mut first: Vec<Option<Move>> = vec![None; count];
         // The move each screen was reached by, from the screen before it on its path.
@@ -162,7 +180,7 @@ impl Graph {
                 break;
             }
             let screen = &self.screens[at];
-            if at != from && !screen.outside {
+            if at != from && !screen.outside && only.is_none_or(|key| *key == screen.key) {
                 if let Some((key, promise)) = self
                     .best_untried(at, shown_untried)
                     .or_else(|| self.untried_back(at))
@@ -311,7 +329,7 @@ impl Graph {
     /// Whether `key`, the best untried action of `goal`, can end a walk blind (see
     /// [`crate::decide::heuristic`]'s walks): a click, scroll or swipe, not a form's control, on
     /// a screen with no field left to fill.
-    pub(super) fn blind_goal(&self, goal: ScreenIndex, key: &ActionKey) -> bool {
+    pub(crate) fn blind_goal(&self, goal: ScreenIndex, key: &ActionKey) -> bool {
         (key.is_click() || key.is_gesture())
             && !self.is_control(goal, key)
             && !self.untried(goal).iter().any(|(k, _, _)| k.is_input())

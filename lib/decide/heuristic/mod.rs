@@ -31,7 +31,7 @@
 //! anyone else (a model, an external program) is taken in by [`Heuristic::learn_decision`]. A
 //! stage resuming a recorded run runs exactly these, in the order the run went.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -89,7 +89,26 @@ struct Commits {
     /// The pass's toggles and options left are out of reach: the rest of its actions are
     /// opened (see [`Graph::retry_rest`]).
     rest: bool,
+    /// The goals a model named (see [`Heuristic::set_goals`]) this choice is done with, first
+    /// to last: tried, or out of reach.
+    goals_done: usize,
+    /// The choice is a step on the way to the goal after those.
+    towards_goal: bool,
 }
+
+/// A state a model asked the exploration to go to (`visit`), and the widget to try there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goal {
+    pub screen: ScreenIndex,
+    /// The label of the untried widget to try there (its best untried action when none).
+    pub element: Option<String>,
+    /// Choices made on the way so far.
+    steps: u32,
+}
+
+/// Choices on the way to a model's goal before it is given up: a route known to the graph is
+/// walked in a few decisions, learned moves several to one.
+pub const GOAL_STEPS: u32 = 6;
 
 impl Choice {
     fn new(actions: Vec<Action>) -> Choice {
@@ -166,6 +185,8 @@ pub struct Heuristic {
     found_in_pass: bool,
     /// The last choice began a pass: the one before left nothing untried.
     began_pass: bool,
+    /// Where a model asked the exploration to go, in order.
+    goals: VecDeque<Goal>,
 }
 
 impl Heuristic {
@@ -196,7 +217,33 @@ impl Heuristic {
             passes: 1,
             found_in_pass: false,
             began_pass: false,
+            goals: VecDeque::new(),
         }
+    }
+
+    /// Takes the exploration to states a model named, one after the other: for each, the next
+    /// choices walk the graph's cheapest known route to a state of its key and try the widget
+    /// labelled as named there, unless it is out of reach, the widget is not untried there, or
+    /// [`GOAL_STEPS`] choices do not get there.
+    pub fn set_goals(&mut self, goals: impl IntoIterator<Item = (ScreenIndex, Option<String>)>) {
+        self.goals = goals
+            .into_iter()
+            .map(|(screen, element)| Goal {
+                screen,
+                element,
+                steps: 0,
+            })
+            .collect();
+    }
+
+    /// Drops the goals a model named.
+    pub fn clear_goals(&mut self) {
+        self.goals.clear();
+    }
+
+    /// The goal a model named being walked to now.
+    pub fn goal(&self) -> Option<&Goal> {
+        self.goals.front()
     }
 
     /// Whether the exploration is complete: no state of the app it tells apart has an action
@@ -470,6 +517,13 @@ impl Heuristic {
         if commits.rest {
             self.graph.retry_rest();
         }
+        self.goals.drain(..commits.goals_done.min(self.goals.len()));
+        if let Some(goal) = self.goals.front_mut().filter(|_| commits.towards_goal) {
+            goal.steps += 1;
+            if goal.steps >= GOAL_STEPS {
+                self.goals.pop_front();
+            }
+        }
         let walked = commits.walk.as_ref().map_or(0, Walk::actions);
         let first_walked = choice.actions.len() - walked;
         self.walked_to_untried = false;
@@ -500,6 +554,92 @@ impl Heuristic {
     /// tie-break generator: what the choice commits to is learned by
     /// [`Heuristic::learn_choice`].
     pub fn choose(&mut self, shown: &Screen) -> Choice {
+        let mut done = 0;
+        let mut dropped = Vec::new();
+        for goal in self.goals.clone() {
+            match self.towards_goal(shown, &goal) {
+                None => break,
+                Some(Ok(mut choice)) => {
+                    choice.commits.goals_done += done;
+                    return choice;
+                }
+                Some(Err(why)) => {
+                    done += 1;
+                    dropped.push(why);
+                }
+            }
+        }
+        let mut choice = self.explore(shown);
+        choice.commits.goals_done = done;
+        if !dropped.is_empty() {
+            let why = dropped.join("; ");
+            choice.note = Some(
+                choice
+                    .note
+                    .map_or(why.clone(), |note| format!("{why}; {note}")),
+            );
+        }
+        choice
+    }
+
+    /// The choice on the way to a goal a model named (see [`Heuristic::set_goals`]): the
+    /// first moves of the cheapest known route to it, and its widget tried once there. None
+    /// where the app is left; the reason the goal is dropped when no route reaches it or its
+    /// widget is not untried there.
+    fn towards_goal(&mut self, shown: &Screen, goal: &Goal) -> Option<Result<Choice, String>> {
+        let screen = self.current?;
+        if self.left_by_back || self.is_foreign(shown) {
+            return None;
+        }
+        let key = self.graph.key(goal.screen)?.clone();
+        let named = goal
+            .element
+            .as_deref()
+            .unwrap_or("its most promising action");
+        if self.graph.key(screen) == Some(&key) {
+            let untried = goal
+                .element
+                .as_deref()
+                .and_then(|label| self.graph.untried_labelled(screen, label));
+            let Some(actions) = untried.and_then(|key| self.replay(shown, &key)) else {
+                return Some(Err(format!(
+                    "the model's goal is reached, but \"{named}\" is not untried there"
+                )));
+            };
+            let mut choice = Choice::new(actions);
+            if let Some(last) = choice.actions.last_mut() {
+                last.reasoning = Some(format!("the model's goal: \"{named}\""));
+            }
+            choice.commits.goals_done = 1;
+            return Some(Ok(choice));
+        }
+        let Some(plan) = self.graph.plan_to(screen, &key, self.package.is_some()) else {
+            return Some(Err(format!(
+                "no known route reaches the model's goal (\"{named}\")"
+            )));
+        };
+        let Some(mut choice) = self.follow(shown, screen, &plan) else {
+            return Some(Err(format!(
+                "the way to the model's goal (\"{named}\") is not on this screen"
+            )));
+        };
+        if let Some(first) = choice.actions.first_mut() {
+            first.reasoning = Some(format!("on the way to the model's goal (\"{named}\")"));
+        }
+        match choice
+            .commits
+            .walk
+            .as_ref()
+            .is_some_and(|walk| walk.tries().is_some())
+        {
+            true => choice.commits.goals_done = 1,
+            false => choice.commits.towards_goal = true,
+        }
+        Some(Ok(choice))
+    }
+
+    /// The exploration's own choice on the screen shown (see [`Heuristic::choose`]).
+    fn explore(&mut self, shown: &Screen) -> Choice {
         let Some(screen) = self.current else {
             return back("nothing observed yet".into());
         };

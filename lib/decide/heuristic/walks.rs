@@ -26,6 +26,11 @@ impl Walk {
     pub(super) fn actions(&self) -> usize {
         self.moves.len() + usize::from(self.then.is_some())
     }
+
+    /// The untried action the walk takes at its goal.
+    pub(super) fn tries(&self) -> Option<&ActionKey> {
+        self.then.as_ref()
+    }
 }
 
 impl Heuristic {
@@ -115,7 +120,9 @@ impl Heuristic {
                 _ => return (!actions.is_empty()).then_some((walk, actions)),
             }
         }
-        let goal = self.first_blind(plan.goal);
+        let goal = self
+            .named_blind(plan.goal)
+            .or_else(|| self.first_blind(plan.goal));
         if let Some(action) = goal
             .as_ref()
             .filter(|_| actions.len() < room)
@@ -125,6 +132,20 @@ impl Heuristic {
             walk.then = goal;
         }
         (!actions.is_empty()).then_some((walk, actions))
+    }
+
+    /// The widget a model's goal names, when `screen` is a state of a goal's key and the
+    /// widget is taken blind there (see [`Graph::blind_goal`]).
+    fn named_blind(&self, screen: ScreenIndex) -> Option<ActionKey> {
+        let key = self.graph.key(screen);
+        let goal = self
+            .goals
+            .iter()
+            .find(|g| self.graph.key(g.screen) == key)?;
+        let label = goal.element.as_deref()?;
+        self.graph
+            .untried_labelled(screen, label)
+            .filter(|key| self.graph.blind_goal(screen, key))
     }
 
     /// What would be tried first on arriving at `screen` when it is a click or a gesture on a
