@@ -957,7 +957,13 @@ impl Stage {
             true => 1,
             false => Decision::MAX_ACTIONS,
         };
-        match response::parse(&generation.text, observation, built.scale, most) {
+        let parsed = match visits.is_empty() {
+            true => response::parse(&generation.text, observation, built.scale, most),
+            false => Err(response::InvalidResponse::UnlistedVisit(
+                visits.iter().map(|v| v.screen).collect(),
+            )),
+        };
+        match parsed {
             Ok(parsed) => {
                 self.single_action = false;
                 if !parsed.warnings.is_empty() {

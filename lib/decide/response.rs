@@ -31,6 +31,8 @@ pub enum InvalidResponse {
     Empty,
     #[error("no usable action: {}", .0.join("; "))]
     NoneUsable(Vec<String>),
+    #[error("the answer visits screen {} the prompt did not list", .0.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
+    UnlistedVisit(Vec<u32>),
 }
 
 /// Most bytes the search for JSON in one answer examines, over all the places it starts from:

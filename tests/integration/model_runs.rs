@@ -632,3 +632,46 @@ fn screens_a_model_names_are_walked_to_by_the_heuristic_in_one_call() {
     assert_eq!(one_shot_calls, calls);
     assert_eq!(decided(&one_shot), decided(&live));
 }
+
+#[test]
+fn a_visit_of_a_screen_not_listed_is_an_unusable_answer_and_one_listed_is_walked() {
+    let run = |number: u64| {
+        let stand_in = StandIn::start(Policy::Visit(number));
+        let decider = hybrid(stand_in.provider(), 2, 2);
+        let run = run_app_with("builtin:shop", decider, 0, 60, |config, _| {
+            config.decide.prompt.text_only = true;
+        });
+        assert_eq!(run.observed.len(), 60, "the crawl goes on to its budget");
+        (run, stand_in.calls())
+    };
+    // Screen 99 is never listed: the answer cannot be used, the heuristic decides that step.
+    let (unlisted, calls) = run(99);
+    assert!(calls > 0);
+    let invalid = notes_of(&unlisted, NoteKind::InvalidResponse);
+    assert_eq!(invalid.len(), calls);
+    assert!(invalid.iter().all(|note| note
+        .message
+        .as_deref()
+        .is_some_and(|m| m.starts_with("the answer visits screen 99 the prompt did not list"))));
+    assert!(notes_of(&unlisted, NoteKind::State)
+        .iter()
+        .all(|note| note.data.as_ref().is_none_or(|d| d.get("visits").is_none())));
+    // Screen 1 is listed at every plateau with something untried: every call names it, and
+    // the heuristic walks there and tries the element named (or drops a goal it cannot).
+    let (listed, calls) = run(1);
+    let visits = notes_of(&listed, NoteKind::State)
+        .into_iter()
+        .filter(|note| {
+            note.data
+                .as_ref()
+                .is_some_and(|d| d.get("visits").is_some())
+        })
+        .count();
+    assert!(calls > 0 && visits > 0, "{calls} calls, {visits} visits");
+    assert!(notes_of(&listed, NoteKind::InvalidResponse).len() < calls);
+    let tried_named = listed.events.iter().any(|event| {
+        matches!(event, Event::Decision(d) if d.actions.iter().any(|a| a.reasoning.as_deref()
+            .is_some_and(|r| r.starts_with("the model's goal: "))))
+    });
+    assert!(tried_named);
+}

@@ -8,6 +8,7 @@
 //! - [`Policy::Back`]: back, always (a model that keeps a crawl where it is);
 //! - [`Policy::First`]: the screen's first ref, always (a model that takes two screens in turn
 //!   where each one's first element opens the other);
+//! - [`Policy::Visit`]: a visit of the N-th screen the prompt lists, always;
 //! - [`Policy::Oracle`]: reads the app model and the simulator's truth log (the screen the device
 //!   shows, the screens it has shown) and answers the move that starts the shortest path of
 //!   recorded moves towards the nearest screen not shown yet, back when none is left.
@@ -38,7 +39,13 @@ pub enum Policy {
     FirstUntried,
     Back,
     First,
-    Oracle { app: String, truth: PathBuf },
+    Oracle {
+        app: String,
+        truth: PathBuf,
+    },
+    /// A visit of the prompt's listed screen N and its first element, always (whether or not
+    /// the prompt lists that many).
+    Visit(u64),
 }
 
 /// A running stand-in (it serves until the test process ends).
@@ -224,6 +231,19 @@ impl Answerer {
                     }
                     None => back("every element here was tried"),
                 }
+            }
+            Policy::Visit(number) => {
+                let prefix = format!("- [screen={number}] ");
+                let line = user.lines().find_map(|l| l.trim().strip_prefix(&prefix));
+                let element = line
+                    .and_then(|l| l.split_once(": "))
+                    .and_then(|(_, elements)| elements.split(", ").next())
+                    .map(|e| e.trim_matches('"').to_string());
+                vec![
+                    json!({"action": "visit", "screen": number, "element": element,
+                    "action_desc": format!("visit screen {number}"),
+                    "reasoning": "the stand-in always visits this screen"}),
+                ]
             }
             Policy::Oracle { truth, .. } => {
                 let model = self.model.as_ref().expect("loaded with the policy");
