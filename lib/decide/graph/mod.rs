@@ -181,6 +181,10 @@ impl Tally {
     }
 }
 
+/// The fewest characters a label, or a model's copy of one, has to have to be found inside
+/// the other (see [`Graph::untried_labelled`]): "A" is in too many words.
+pub const NEAR_LABEL: usize = 3;
+
 /// Where a widget was last seen on its screen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Place {
@@ -324,15 +328,48 @@ impl Graph {
             .collect()
     }
 
-    /// The untried action on `screen` whose widget was last seen labelled `label`: its click
-    /// when that is untried.
+    /// The untried action on `screen` whose widget was last seen labelled `label` (as a model
+    /// copies it: case and spacing aside, else the only label holding it or held by it, of
+    /// [`NEAR_LABEL`] characters or more): its click when that is untried.
     pub fn untried_labelled(&self, screen: ScreenIndex, label: &str) -> Option<ActionKey> {
         let node = self.screens.get(screen)?;
-        node.untried
+        let plain = |text: &str| {
+            text.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        };
+        let wanted = plain(label);
+        if wanted.is_empty() {
+            return None;
+        }
+        let labelled: Vec<(&ActionKey, String)> = node
+            .untried
             .keys()
-            .filter(|key| node.places.get(*key).is_some_and(|p| p.label == label))
-            .min_by_key(|key| !key.is_click())
-            .cloned()
+            .filter_map(|key| Some((key, plain(&node.places.get(key)?.label))))
+            .filter(|(_, label)| !label.is_empty())
+            .collect();
+        let exact: Vec<&ActionKey> = labelled
+            .iter()
+            .filter(|(_, label)| *label == wanted)
+            .map(|(key, _)| *key)
+            .collect();
+        let near: Vec<(&ActionKey, &String)> = labelled
+            .iter()
+            .filter(|(_, label)| {
+                let long = |text: &str| text.chars().count() >= NEAR_LABEL;
+                (long(&wanted) && label.contains(&wanted))
+                    || (long(label) && wanted.contains(label.as_str()))
+            })
+            .map(|(key, label)| (*key, label))
+            .collect();
+        let one_label = near.windows(2).all(|pair| pair[0].1 == pair[1].1);
+        let found = match (exact.is_empty(), one_label) {
+            (false, _) => exact,
+            (true, true) => near.into_iter().map(|(key, _)| key).collect(),
+            (true, false) => Vec::new(),
+        };
+        found.into_iter().min_by_key(|key| !key.is_click()).cloned()
     }
 
     /// The identity of a screen of the graph (the key all its states share).
@@ -714,6 +751,34 @@ mod tests {
 
     fn none() -> BTreeSet<ActionKey> {
         BTreeSet::new()
+    }
+
+    #[test]
+    fn an_untried_widget_is_found_by_its_label_as_a_model_copies_it() {
+        let mut graph = Graph::new();
+        let main = graph.observe(&Screen::of(&screen(
+            "Main",
+            "0",
+            &["Settings", "About  this app", "Sort by", "Sort order"],
+        )));
+        let found = |graph: &Graph, label: &str| graph.untried_labelled(main, label);
+        assert_eq!(found(&graph, "Settings"), Some(click("Settings")));
+        assert_eq!(found(&graph, "  settings "), Some(click("Settings")));
+        assert_eq!(
+            found(&graph, "about this APP"),
+            Some(click("About  this app"))
+        );
+        // Held by one label only, or holding it.
+        assert_eq!(found(&graph, "About"), Some(click("About  this app")));
+        assert_eq!(found(&graph, "Open Settings"), Some(click("Settings")));
+        // Held by two labels, none, too short to tell, or nothing asked: no widget.
+        assert_eq!(found(&graph, "Sort"), None);
+        assert_eq!(found(&graph, "ab"), None);
+        assert_eq!(found(&graph, "Help"), None);
+        assert_eq!(found(&graph, " "), None);
+        // Tried, it is no longer found.
+        graph.mark_tried(main, &click("Settings"));
+        assert_eq!(found(&graph, "Settings"), None);
     }
 
     fn click(label: &str) -> ActionKey {
