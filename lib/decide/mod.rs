@@ -475,8 +475,8 @@ impl Stage {
             let data = json!({"decides": phase.as_str(), "states": tally.states});
             events.push(self.note(observation, NoteKind::Switch, Some(switch.why), Some(data)));
         }
-        // A screen the model named is walked to in its part only: found something new on the
-        // way, the heuristic explores that instead.
+        // Screens the model named are walked to in its part only (which lasts until they
+        // are): none is left for the heuristic's.
         if phase == Phase::Heuristic {
             self.heuristic.clear_goals();
         }
