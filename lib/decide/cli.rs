@@ -40,7 +40,8 @@ pub enum DeciderArg {
     Heuristic,
     Random,
     Dfs,
-    /// The heuristic, and the model (--hybrid-provider) where the exploration plateaus.
+    /// The heuristic, and the model (--hybrid-provider) where the exploration plateaus; the
+    /// model may name states seen before to visit, which the heuristic walks to.
     Hybrid,
     Gemini,
     Openrouter,
