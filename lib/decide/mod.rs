@@ -527,15 +527,22 @@ impl Stage {
     }
 
     /// What the model is told of the states holding actions not tried (the hybrid's model: the
-    /// heuristic's knowledge), a line per state in the order they were found, at most
+    /// heuristic's knowledge), a line per state, the nearest by known moves first, at most
     /// [`UNTRIED_LINES`].
     fn untried_lines(&self) -> Vec<(ScreenIndex, String)> {
         if self.plateau.is_none() {
             return Vec::new();
         }
         let graph = self.heuristic.graph();
-        graph
-            .untried_states()
+        let mut states = graph.untried_states();
+        // The nearest first: those a model would reach soonest (and the list's room is theirs).
+        if let Some(here) = self.heuristic.current() {
+            let moves = graph.moves_from(here);
+            states.sort_by_key(|(screen, _)| {
+                moves.get(*screen).copied().flatten().unwrap_or(u32::MAX)
+            });
+        }
+        states
             .into_iter()
             .take(UNTRIED_LINES)
             .filter_map(|(screen, places)| {

@@ -754,6 +754,29 @@ mod tests {
     }
 
     #[test]
+    fn moves_from_a_state_count_learned_moves_backs_and_a_relaunch() {
+        let mut graph = Graph::new();
+        let home = graph.observe(&Screen::of(&screen("Home", "0", &["Open", "Menu"])));
+        graph.set_launch(home);
+        let list = graph.observe(&Screen::of(&screen("List", "0", &["Item"])));
+        graph.record_edge(home, &click("Open"), list, false);
+        let item = graph.observe(&Screen::of(&screen("Item", "0", &["Edit"])));
+        graph.record_edge(list, &click("Item"), item, false);
+        let apart = graph.observe(&Screen::of(&screen("Apart", "0", &["Nothing"])));
+        let moves = graph.moves_from(home);
+        assert_eq!(
+            (moves[home], moves[list], moves[item], moves[apart]),
+            (Some(0), Some(1), Some(2), None)
+        );
+        // From the item: back to the list it was reached from, a relaunch to home.
+        let moves = graph.moves_from(item);
+        assert_eq!(
+            (moves[item], moves[list], moves[home]),
+            (Some(0), Some(1), Some(1))
+        );
+    }
+
+    #[test]
     fn an_untried_widget_is_found_by_its_label_as_a_model_copies_it() {
         let mut graph = Graph::new();
         let main = graph.observe(&Screen::of(&screen(

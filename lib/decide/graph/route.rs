@@ -253,6 +253,32 @@ impl Graph {
         Some(plan)
     }
 
+    /// The fewest known moves from `from` to each state (learned moves, an untried back to
+    /// where a state was first reached from, a relaunch to the launch screen): None where no
+    /// known route leads.
+    pub fn moves_from(&self, from: ScreenIndex) -> Vec<Option<u32>> {
+        let mut moves = vec![None; self.screens.len()];
+        let Some(start) = moves.get_mut(from) else {
+            return moves;
+        };
+        *start = Some(0);
+        let mut queue = std::collections::VecDeque::from([from]);
+        if let Some(launch) = self.launch.filter(|&l| l != from) {
+            moves[launch] = Some(1);
+            queue.push_back(launch);
+        }
+        while let Some(at) = queue.pop_front() {
+            let next = moves[at].map_or(0, |m| m + 1);
+            for (_, to, _) in self.moves_learned(at) {
+                if moves[to].is_none() {
+                    moves[to] = Some(next);
+                    queue.push_back(to);
+                }
+            }
+        }
+        moves
+    }
+
     /// Back on `at`, with its promise (a dismissive widget's), when `at` is a state of the
     /// app's own, other than the launch screen (where back leaves the app), whose back was
     /// never pressed: a goal of [`Graph::plan`], and worth as much on the screen observed.

@@ -241,6 +241,11 @@ impl Heuristic {
         self.goals.clear();
     }
 
+    /// The state of the screen observed last.
+    pub fn current(&self) -> Option<ScreenIndex> {
+        self.current
+    }
+
     /// The goal a model named being walked to now.
     pub fn goal(&self) -> Option<&Goal> {
         self.goals.front()
