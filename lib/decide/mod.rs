@@ -466,7 +466,7 @@ impl Stage {
         }
         let tally = self.heuristic.graph().tally();
         let nothing_left = self.heuristic.explored() || self.heuristic.began_pass();
-        let guided = self.heuristic.goal().is_some();
+        let guided = self.heuristic.walks_to_goal();
         let Some(plateau) = self.plateau.as_mut() else {
             return true;
         };

@@ -242,17 +242,7 @@ fn visit(item: &Value) -> Option<Visit> {
     if !name.trim().eq_ignore_ascii_case(super::prompt::VISIT) {
         return None;
     }
-    let screen = match object.get("screen")? {
-        Value::String(text) => {
-            let text = text.trim().trim_start_matches('[').trim_end_matches(']');
-            text.strip_prefix("screen=")
-                .unwrap_or(text)
-                .trim()
-                .parse()
-                .ok()
-        }
-        other => ref_number(other),
-    }?;
+    let screen = numbered(object.get("screen")?, "screen=")?;
     let element = object
         .get("element")
         .and_then(Value::as_str)
@@ -425,11 +415,17 @@ fn action_type(name: &str) -> Option<ActionType> {
 
 /// A `ref` as a number, or as models copy it from the tree: `"5"`, `"[ref=5]"`, `"ref=5"`.
 fn ref_number(value: &Value) -> Option<u32> {
+    numbered(value, "ref=")
+}
+
+/// A number a prompt tags with `[<tag>N]`, as a number or as models copy it: `"5"`,
+/// `"[<tag>5]"`, `"<tag>5"`.
+fn numbered(value: &Value, tag: &str) -> Option<u32> {
     match value {
         Value::Number(number) => number.as_u64().and_then(|r| u32::try_from(r).ok()),
         Value::String(text) => {
             let text = text.trim().trim_start_matches('[').trim_end_matches(']');
-            let digits = text.strip_prefix("ref=").unwrap_or(text).trim();
+            let digits = text.strip_prefix(tag).unwrap_or(text).trim();
             digits.parse().ok()
         }
         _ => None,

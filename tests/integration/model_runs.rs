@@ -546,6 +546,26 @@ fn a_one_shot_hybrid_stage_per_step_asks_the_model_when_a_long_running_one_does(
     );
 }
 
+/// The notes of a run naming screens a model asked to visit.
+fn visit_notes(run: &Run) -> usize {
+    notes_of(run, NoteKind::State)
+        .into_iter()
+        .filter(|note| {
+            note.data
+                .as_ref()
+                .is_some_and(|d| d.get("visits").is_some())
+        })
+        .count()
+}
+
+/// Whether the heuristic, walking to a model's goal, tried the element the model named.
+fn tried_a_named_element(run: &Run) -> bool {
+    run.events.iter().any(|event| {
+        matches!(event, Event::Decision(d) if d.actions.iter().any(|a| a.reasoning.as_deref()
+            .is_some_and(|r| r.starts_with("the model's goal: \""))))
+    })
+}
+
 /// A hybrid run of `app` with the oracle stand-in (K 2, L 4), each step decided by a
 /// long-running stage, or by a droid-decide resuming the run from crawler.db (`one_shot`); its
 /// stand-in's calls.
@@ -585,28 +605,18 @@ fn screens_a_model_names_are_walked_to_by_the_heuristic_in_one_call() {
     let (live, calls) = hybrid_oracle_run(app, steps, false);
     // The oracle named listed screens to try an element on: the heuristic walked there (its
     // steps with no call) and tried the element.
-    let named = notes_of(&live, NoteKind::State)
-        .into_iter()
-        .filter(|note| {
-            note.data
-                .as_ref()
-                .is_some_and(|d| d.get("visits").is_some())
-        })
-        .count();
-    assert!(named >= 1, "no visit in {steps} steps");
-    let reasons: Vec<String> = live
+    assert!(visit_notes(&live) >= 1, "no visit in {steps} steps");
+    let walked: Vec<&String> = live
         .events
         .iter()
         .filter_map(|event| match event {
             Event::Decision(d) if d.decider.as_deref() == Some("heuristic") && d.ai.is_none() => {
-                d.actions.iter().find_map(|a| a.reasoning.clone())
+                d.actions.iter().find_map(|a| a.reasoning.as_ref())
             }
             _ => None,
         })
         .collect();
-    assert!(reasons
-        .iter()
-        .any(|r| r.starts_with("the model's goal: \"")));
+    assert!(walked.iter().any(|r| r.starts_with("the model's goal: \"")));
     // Every call is a decision with `ai`, a visit's included.
     let with_ai = live
         .events
@@ -653,25 +663,12 @@ fn a_visit_of_a_screen_not_listed_is_an_unusable_answer_and_one_listed_is_walked
         .message
         .as_deref()
         .is_some_and(|m| m.starts_with("the answer visits screen 99 the prompt did not list"))));
-    assert!(notes_of(&unlisted, NoteKind::State)
-        .iter()
-        .all(|note| note.data.as_ref().is_none_or(|d| d.get("visits").is_none())));
+    assert_eq!(visit_notes(&unlisted), 0);
     // Screen 1 is listed at every plateau with something untried: every call names it, and
     // the heuristic walks there and tries the element named (or drops a goal it cannot).
     let (listed, calls) = run(1);
-    let visits = notes_of(&listed, NoteKind::State)
-        .into_iter()
-        .filter(|note| {
-            note.data
-                .as_ref()
-                .is_some_and(|d| d.get("visits").is_some())
-        })
-        .count();
+    let visits = visit_notes(&listed);
     assert!(calls > 0 && visits > 0, "{calls} calls, {visits} visits");
     assert!(notes_of(&listed, NoteKind::InvalidResponse).len() < calls);
-    let tried_named = listed.events.iter().any(|event| {
-        matches!(event, Event::Decision(d) if d.actions.iter().any(|a| a.reasoning.as_deref()
-            .is_some_and(|r| r.starts_with("the model's goal: "))))
-    });
-    assert!(tried_named);
+    assert!(tried_a_named_element(&listed));
 }

@@ -98,10 +98,10 @@ struct Commits {
 
 /// A state a model asked the exploration to go to (`visit`), and the widget to try there.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Goal {
-    pub screen: ScreenIndex,
-    /// The label of the untried widget to try there (its best untried action when none).
-    pub element: Option<String>,
+struct Goal {
+    screen: ScreenIndex,
+    /// The label of the untried widget to try there.
+    element: Option<String>,
     /// Choices made on the way so far.
     steps: u32,
 }
@@ -246,9 +246,9 @@ impl Heuristic {
         self.current
     }
 
-    /// The goal a model named being walked to now.
-    pub fn goal(&self) -> Option<&Goal> {
-        self.goals.front()
+    /// Whether a goal a model named is being walked to.
+    pub fn walks_to_goal(&self) -> bool {
+        !self.goals.is_empty()
     }
 
     /// Whether the exploration is complete: no state of the app it tells apart has an action
