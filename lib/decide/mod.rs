@@ -375,6 +375,9 @@ pub(crate) const BACKS_OUTSIDE_THE_APP: u32 = 1;
 /// States (and untried elements per state) a hybrid's model is told of.
 const UNTRIED_LINES: usize = 8;
 
+/// How the model is told which listed state is the one on screen (after its activity).
+pub const ON_SCREEN_NOW: &str = " (on screen now)";
+
 /// Who decided a step: the name written into a decision made by the heuristic, on its own or
 /// when a model failed.
 const HEURISTIC: &str = "heuristic";
@@ -555,7 +558,11 @@ impl Stage {
                     .take(UNTRIED_LINES)
                     .map(|p| format!("\"{}\"", p.label))
                     .collect();
-                Some((screen, format!("{activity}: {}", labels.join(", "))))
+                let now = match self.heuristic.current() == Some(screen) {
+                    true => ON_SCREEN_NOW,
+                    false => "",
+                };
+                Some((screen, format!("{activity}{now}: {}", labels.join(", "))))
             })
             .collect()
     }

@@ -270,9 +270,11 @@ fn user_text(
     }
     if !context.untried.is_empty() {
         text.push_str(
-            "Screens seen with actions not tried yet ([screen=N] activity: elements). To try \
-             one of these elements, answer {\"action\": \"visit\", \"screen\": N, \"element\": \
-             \"<its label>\"} alone: the explorer walks there by itself and taps it.\n",
+            "Screens seen with actions not tried yet ([screen=N] activity: elements; the one \
+             shown now is marked (on screen now)). To try one of these elements, answer \
+             {\"action\": \"visit\", \"screen\": N, \"element\": \"<its label>\"}, or several \
+             such visits in order in \"actions\": the explorer walks to each by itself and taps \
+             it.\n",
         );
         for (number, line) in (1..).zip(context.untried) {
             let _ = writeln!(text, "- [screen={number}] {line}");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use droid::decide::Decider;
+use droid::decide::{Decider, ON_SCREEN_NOW};
 use droid::events::{Event, NoteKind};
 use serde_json::json;
 
@@ -617,6 +617,24 @@ fn screens_a_model_names_are_walked_to_by_the_heuristic_in_one_call() {
         })
         .collect();
     assert!(walked.iter().any(|r| r.starts_with("the model's goal: \"")));
+    // The model is told which listed state is the one on screen (`Main (on screen now): ...`):
+    // one line at most per prompt.
+    let marked: Vec<usize> = live
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Decision(d) => d.ai.as_ref()?.request.as_ref(),
+            _ => None,
+        })
+        .map(|request| {
+            request
+                .to_string()
+                .matches(&format!("{ON_SCREEN_NOW}: "))
+                .count()
+        })
+        .collect();
+    assert!(marked.iter().all(|&lines| lines <= 1), "{marked:?}");
+    assert!(marked.contains(&1), "{marked:?}");
     // Every call is a decision with `ai`, a visit's included.
     let with_ai = live
         .events

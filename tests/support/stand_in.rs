@@ -292,7 +292,9 @@ fn on(element: &Element, why: &str) -> Answer {
 /// When that screen is more than one move away and the prompt lists screens with untried
 /// elements whose recorded taps (on screens shown, of the lines' activities) show screens not
 /// shown yet, it answers a `visit` of each (that screen's first) instead: droid walks there
-/// itself; and so it does when no recorded move leads from here to a screen not shown yet.
+/// itself; and so it does when no recorded move leads from here to a screen not shown yet, and
+/// when the nearest is one tap from here and the prompt's line of this screen (marked on screen
+/// now) leads the visits of several.
 fn oracle(model: &AppModel, truth: &std::path::Path, user: &str) -> Option<Answer> {
     use droid::sim::model::{Action, Destination};
     let lines: Vec<Value> = crate::explore::truth_lines(truth)
@@ -351,17 +353,23 @@ fn oracle(model: &AppModel, truth: &std::path::Path, user: &str) -> Option<Answe
             }
             visited[to] = true;
             if at == now && unseen(to) {
-                return Some(answer);
+                // One call naming several screens, this one's tap first, finds them all.
+                let visits = visits(model, (now, to), now, &seen, user, &unseen);
+                let several = visits.len() > 1 && visits[0].0 == to;
+                return Some(match several {
+                    true => visits.into_iter().map(|(_, visit)| visit).collect(),
+                    false => answer,
+                });
             }
             let start = match at == now {
                 true => Some(answer),
                 false => first[at].clone(),
             };
             if unseen(to) {
-                let visits = visits(model, (at, to), &seen, user, unseen);
+                let visits = visits(model, (at, to), now, &seen, user, &unseen);
                 return match visits.is_empty() {
                     true => start,
-                    false => Some(visits),
+                    false => Some(visits.into_iter().map(|(_, visit)| visit).collect()),
                 };
             }
             first[to] = start;
@@ -369,8 +377,8 @@ fn oracle(model: &AppModel, truth: &std::path::Path, user: &str) -> Option<Answe
         }
     }
     // No recorded move leads on from here: a screen listed may.
-    let visits = visits(model, (usize::MAX, usize::MAX), &seen, user, unseen);
-    (!visits.is_empty()).then_some(visits)
+    let visits = visits(model, (usize::MAX, usize::MAX), now, &seen, user, &unseen);
+    (!visits.is_empty()).then(|| visits.into_iter().map(|(_, visit)| visit).collect())
 }
 
 /// Most visits in one answer.
@@ -379,14 +387,15 @@ const MOST_VISITS: usize = 8;
 /// Visits of screens the prompt lists (`- [screen=N] Activity: "label", ...`), each naming an
 /// element of a recorded tap, needing no typed text, from a shown screen of the line's activity
 /// to a screen `unseen` holds, each such screen once: the one `nearest` (a tap from a screen to
-/// the nearest unseen one) opens first.
+/// the nearest unseen one) opens first. Each visit with the screen it opens.
 fn visits(
     model: &AppModel,
     nearest: (usize, usize),
+    now: usize,
     seen: &BTreeSet<usize>,
     user: &str,
-    unseen: impl Fn(usize) -> bool,
-) -> Answer {
+    unseen: &impl Fn(usize) -> bool,
+) -> Vec<(usize, Value)> {
     use droid::sim::model::{Action, Destination};
     let listed: Vec<(u64, &str, Vec<&str>)> = user
         .lines()
@@ -398,8 +407,8 @@ fn visits(
             Some((number.parse().ok()?, activity, labels))
         })
         .collect();
-    // The shown screen each line is, when one is sure: the only one of the line's activity
-    // showing every label it lists.
+    // The shown screen each line is, when one is sure: the one on screen now for the line
+    // marked so, else the only one of the line's activity showing every label it lists.
     let texts = |screen: usize| -> HashSet<&str> {
         model
             .screen(screen)
@@ -411,6 +420,9 @@ fn visits(
     let shows: std::collections::HashMap<u64, usize> = listed
         .iter()
         .filter_map(|(number, activity, elements)| {
+            if activity.ends_with(droid::decide::ON_SCREEN_NOW) {
+                return Some((*number, now));
+            }
             let showing: Vec<usize> = seen
                 .iter()
                 .copied()
@@ -468,11 +480,12 @@ fn visits(
             });
         if let Some((number, label)) = line {
             targets.insert(to);
-            answer.push(
+            answer.push((
+                to,
                 json!({"action": "visit", "screen": number, "element": label,
                 "action_desc": format!("visit screen {number}"),
                 "reasoning": "a screen listed leads to one not seen yet"}),
-            );
+            ));
         }
     }
     answer
