@@ -73,6 +73,8 @@ pub struct Plateau {
     model_found: u32,
     /// Steps the model was asked to decide (its calls): what its share bounds.
     model_asked: u32,
+    /// New states found on walks to what the model named, in this model phase.
+    walked_found: u32,
 }
 
 /// How often steps found a new state, by Laplace's rule: (found + 1) / (steps + 2).
@@ -103,6 +105,7 @@ impl Plateau {
             model_steps: 0,
             model_found: 0,
             model_asked: 0,
+            walked_found: 0,
         }
     }
 
@@ -190,6 +193,7 @@ impl Plateau {
                 };
                 why.map(|why| {
                     self.calls = 0;
+                    self.walked_found = 0;
                     Switch {
                         to: Phase::Model,
                         why: format!("{why}: the model decides"),
@@ -197,19 +201,27 @@ impl Plateau {
                 })
             }
             // The walk to what the model named goes on, whatever it finds on the way.
-            Phase::Model if guided => None,
+            Phase::Model if guided => {
+                self.walked_found += u32::from(new);
+                None
+            }
             Phase::Model if new => Some(Switch {
                 to: Phase::Heuristic,
                 why: "the model found a new state: the heuristic decides".to_string(),
             }),
             Phase::Model if self.calls >= self.model_calls => {
                 self.gave_up = true;
-                Some(Switch {
-                    to: Phase::Heuristic,
-                    why: format!(
-                        "{} model calls found no new state: the heuristic decides",
+                let why = match self.walked_found {
+                    0 => format!("{} model calls found no new state", self.calls),
+                    found => format!(
+                        "the model's visits found {found} new state{}, its {} calls no more",
+                        if found == 1 { "" } else { "s" },
                         self.calls
                     ),
+                };
+                Some(Switch {
+                    to: Phase::Heuristic,
+                    why: format!("{why}: the heuristic decides"),
                 })
             }
             Phase::Model if !self.within_share() => Some(Switch {
@@ -414,6 +426,33 @@ mod tests {
         let (phase, switch) = p.step(1, false, false);
         assert_eq!(phase, Phase::Heuristic);
         assert!(switch.unwrap().why.contains("2 model calls"));
+    }
+
+    #[test]
+    fn a_turn_whose_visits_found_states_does_not_end_as_finding_none() {
+        let mut p = plateau(1, 2);
+        assert_eq!(p.step(1, false, false).0, Phase::Heuristic);
+        assert_eq!(p.step(1, false, false).0, Phase::Model);
+        // The walk finds a state midway, then arrives; the model's second call finds nothing.
+        assert_eq!(p.step(1, false, true), (Phase::Model, None));
+        assert_eq!(p.step(2, false, true), (Phase::Model, None));
+        assert_eq!(p.step(2, false, true), (Phase::Model, None));
+        assert_eq!(p.step(2, false, false), (Phase::Model, None));
+        let (phase, switch) = p.step(2, false, false);
+        assert_eq!(phase, Phase::Heuristic);
+        assert_eq!(
+            switch.unwrap().why,
+            "the model's visits found 1 new state, its 2 calls no more: the heuristic decides"
+        );
+        // The next turn (once the heuristic finds as little as the model) counts anew.
+        let quiet = (0..10).take_while(|_| p.step(2, false, false).0 == Phase::Heuristic);
+        assert!(quiet.count() < 10);
+        assert_eq!(p.step(2, false, false), (Phase::Model, None));
+        let (_, switch) = p.step(2, false, false);
+        assert!(switch
+            .unwrap()
+            .why
+            .starts_with("2 model calls found no new state"));
     }
 
     #[test]
