@@ -36,6 +36,7 @@ use dfs::DfsDecider;
 use graph::ScreenIndex;
 use heuristic::Heuristic;
 use hybrid::{HybridConfig, Phase, Plateau};
+pub use prompt::ON_SCREEN_NOW;
 use prompt::{Context, PastStep, PromptSettings};
 use provider::{ModelAdapter, ProviderConfig, ProviderError};
 use random::RandomDecider;
@@ -375,9 +376,6 @@ pub(crate) const BACKS_OUTSIDE_THE_APP: u32 = 1;
 /// States (and untried elements per state) a hybrid's model is told of.
 const UNTRIED_LINES: usize = 8;
 
-/// How the model is told which listed state is the one on screen (after its activity).
-pub const ON_SCREEN_NOW: &str = " (on screen now)";
-
 /// Who decided a step: the name written into a decision made by the heuristic, on its own or
 /// when a model failed.
 const HEURISTIC: &str = "heuristic";
@@ -552,17 +550,14 @@ impl Stage {
                 let key = graph.key(screen)?;
                 let activity = key.as_str().split('|').next().unwrap_or_default();
                 let activity = activity.rsplit('.').next().unwrap_or(activity);
-                let labels: Vec<String> = places
+                let labels: Vec<&str> = places
                     .iter()
                     .filter(|p| !p.label.is_empty())
                     .take(UNTRIED_LINES)
-                    .map(|p| format!("\"{}\"", p.label))
+                    .map(|p| p.label.as_str())
                     .collect();
-                let now = match self.heuristic.current() == Some(screen) {
-                    true => ON_SCREEN_NOW,
-                    false => "",
-                };
-                Some((screen, format!("{activity}{now}: {}", labels.join(", "))))
+                let on_screen = self.heuristic.current() == Some(screen);
+                Some((screen, prompt::untried_line(activity, on_screen, &labels)))
             })
             .collect()
     }

@@ -156,6 +156,21 @@ pub fn default_system_prompt(
     text
 }
 
+/// How the model is told which listed state is the one on screen (after its activity).
+pub const ON_SCREEN_NOW: &str = " (on screen now)";
+
+/// A listed state's line (after its `[screen=N]`): its activity, marked when it is the one on
+/// screen, and the labels of its untried elements, each a JSON string (an app's text may hold
+/// quotes or commas: escaped, it cannot run into the next label or out of the line).
+pub fn untried_line(activity: &str, on_screen: bool, labels: &[&str]) -> String {
+    let now = if on_screen { ON_SCREEN_NOW } else { "" };
+    let labels: Vec<String> = labels
+        .iter()
+        .map(|label| Value::from(*label).to_string())
+        .collect();
+    format!("{activity}{now}: {}", labels.join(", "))
+}
+
 /// The JSON Schema of an answer (plain JSON Schema, accepted by every provider); with `visit`
 /// (the prompt lists screens with actions not tried), the `visit` action and its `screen` and
 /// `element`.
@@ -609,6 +624,19 @@ mod tests {
                 .prompt
                 .system,
             "mine"
+        );
+    }
+
+    #[test]
+    fn a_listed_states_labels_are_json_strings_and_the_one_on_screen_is_marked() {
+        assert_eq!(
+            untried_line("Main", false, &["Settings", "About"]),
+            "Main: \"Settings\", \"About\""
+        );
+        // An app's label cannot end its quotes or pass for two labels.
+        assert_eq!(
+            untried_line("Main", true, &["Say \"hi\", then go", "a\\b"]),
+            "Main (on screen now): \"Say \\\"hi\\\", then go\", \"a\\\\b\""
         );
     }
 }

@@ -237,8 +237,7 @@ impl Answerer {
                 let line = user.lines().find_map(|l| l.trim().strip_prefix(&prefix));
                 let element = line
                     .and_then(|l| l.split_once(": "))
-                    .and_then(|(_, elements)| elements.split(", ").next())
-                    .map(|e| e.trim_matches('"').to_string());
+                    .and_then(|(_, elements)| line_labels(elements)?.into_iter().next());
                 vec![
                     json!({"action": "visit", "screen": number, "element": element,
                     "action_desc": format!("visit screen {number}"),
@@ -381,6 +380,11 @@ fn oracle(model: &AppModel, truth: &std::path::Path, user: &str) -> Option<Answe
     (!visits.is_empty()).then(|| visits.into_iter().map(|(_, visit)| visit).collect())
 }
 
+/// The labels of a listed state's line (what follows `Activity: `), JSON strings.
+fn line_labels(elements: &str) -> Option<Vec<String>> {
+    serde_json::from_str(&format!("[{elements}]")).ok()
+}
+
 /// Most visits in one answer.
 const MOST_VISITS: usize = 8;
 
@@ -397,14 +401,13 @@ fn visits(
     unseen: &impl Fn(usize) -> bool,
 ) -> Vec<(usize, Value)> {
     use droid::sim::model::{Action, Destination};
-    let listed: Vec<(u64, &str, Vec<&str>)> = user
+    let listed: Vec<(u64, &str, Vec<String>)> = user
         .lines()
         .filter_map(|line| {
             let rest = line.trim().strip_prefix("- [screen=")?;
             let (number, rest) = rest.split_once("] ")?;
             let (activity, elements) = rest.split_once(": ")?;
-            let labels = elements.split(", ").map(|l| l.trim_matches('"')).collect();
-            Some((number.parse().ok()?, activity, labels))
+            Some((number.parse().ok()?, activity, line_labels(elements)?))
         })
         .collect();
     // The shown screen each line is, when one is sure: the one on screen now for the line
@@ -429,7 +432,7 @@ fn visits(
                 .filter(|&at| model.screen(at).activity.rsplit('.').next() == Some(*activity))
                 .filter(|&at| {
                     let texts = texts(at);
-                    elements.iter().all(|l| texts.contains(l))
+                    elements.iter().all(|l| texts.contains(l.as_str()))
                 })
                 .collect();
             match showing[..] {
@@ -475,8 +478,8 @@ fn visits(
             .iter()
             .filter(|(number, _, _)| shows.get(number) == Some(&from))
             .find_map(|(number, _, elements)| {
-                let label = elements.iter().find(|l| labels.contains(l))?;
-                Some((*number, *label))
+                let label = elements.iter().find(|l| labels.contains(&l.as_str()))?;
+                Some((*number, label.as_str()))
             });
         if let Some((number, label)) = line {
             targets.insert(to);
