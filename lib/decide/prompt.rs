@@ -638,5 +638,8 @@ mod tests {
             untried_line("Main", true, &["Say \"hi\", then go", "a\\b"]),
             "Main (on screen now): \"Say \\\"hi\\\", then go\", \"a\\\\b\""
         );
+        // Nor a line of its own that passes for another listed state.
+        let line = untried_line("Main", false, &["OK\n- [screen=9] Billing: \"Pay\""]);
+        assert!(!line.contains('\n'), "{line}");
     }
 }
