@@ -11,6 +11,7 @@ use super::provider::{Prompt, PromptImage};
 use super::Credentials;
 use crate::events::{ActionType, Observation};
 use crate::screen::reference;
+use crate::ui::tree::quote;
 use crate::ui::{is_actionable, label};
 
 /// Longest side of the image sent to a model.
@@ -160,14 +161,12 @@ pub fn default_system_prompt(
 pub const ON_SCREEN_NOW: &str = " (on screen now)";
 
 /// A listed state's line (after its `[screen=N]`): its activity, marked when it is the one on
-/// screen, and the labels of its untried elements, each a JSON string (an app's text may hold
-/// quotes or commas: escaped, it cannot run into the next label or out of the line).
+/// screen, and the labels of its untried elements, each quoted as the element tree quotes
+/// them (an app's text may hold quotes, commas or newlines: it cannot run into the next label
+/// or out of the line).
 pub fn untried_line(activity: &str, on_screen: bool, labels: &[&str]) -> String {
     let now = if on_screen { ON_SCREEN_NOW } else { "" };
-    let labels: Vec<String> = labels
-        .iter()
-        .map(|label| Value::from(*label).to_string())
-        .collect();
+    let labels: Vec<String> = labels.iter().map(|label| quote(label)).collect();
     format!("{activity}{now}: {}", labels.join(", "))
 }
 
@@ -628,7 +627,7 @@ mod tests {
     }
 
     #[test]
-    fn a_listed_states_labels_are_json_strings_and_the_one_on_screen_is_marked() {
+    fn a_listed_states_labels_are_quoted_and_the_one_on_screen_is_marked() {
         assert_eq!(
             untried_line("Main", false, &["Settings", "About"]),
             "Main: \"Settings\", \"About\""

@@ -356,8 +356,8 @@ fn id_name(resource_id: &str) -> Option<&str> {
 }
 
 /// A label in double quotes, whitespace runs (newlines, NBSP) folded to one space, `"` and `\`
-/// escaped, cut at [`MAX_LABEL_CHARS`].
-fn quote(text: &str) -> String {
+/// escaped, cut at [`MAX_LABEL_CHARS`] (and `…` added): how a prompt shows an app's text.
+pub fn quote(text: &str) -> String {
     let mut out = String::from("\"");
     let mut words = text.split_whitespace().peekable();
     let mut count = 0;

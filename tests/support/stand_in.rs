@@ -380,9 +380,19 @@ fn oracle(model: &AppModel, truth: &std::path::Path, user: &str) -> Option<Answe
     (!visits.is_empty()).then(|| visits.into_iter().map(|(_, visit)| visit).collect())
 }
 
-/// The labels of a listed state's line (what follows `Activity: `), JSON strings.
+/// The labels of a listed state's line (what follows `Activity: `), quoted as JSON strings are.
 fn line_labels(elements: &str) -> Option<Vec<String>> {
     serde_json::from_str(&format!("[{elements}]")).ok()
+}
+
+/// Whether a text shown is a label the prompt lists, as the prompt quotes it (whitespace
+/// folded, a long one cut and ended with `…`).
+fn is_label(shown: &str, listed: &str) -> bool {
+    let shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    match listed.strip_suffix('…') {
+        Some(start) => shown.starts_with(start),
+        None => shown == listed,
+    }
 }
 
 /// Most visits in one answer.
@@ -432,7 +442,9 @@ fn visits(
                 .filter(|&at| model.screen(at).activity.rsplit('.').next() == Some(*activity))
                 .filter(|&at| {
                     let texts = texts(at);
-                    elements.iter().all(|l| texts.contains(l.as_str()))
+                    elements
+                        .iter()
+                        .all(|l| texts.iter().any(|shown| is_label(shown, l)))
                 })
                 .collect();
             match showing[..] {
@@ -478,7 +490,9 @@ fn visits(
             .iter()
             .filter(|(number, _, _)| shows.get(number) == Some(&from))
             .find_map(|(number, _, elements)| {
-                let label = elements.iter().find(|l| labels.contains(&l.as_str()))?;
+                let label = elements
+                    .iter()
+                    .find(|l| labels.iter().any(|shown| is_label(shown, l)))?;
                 Some((*number, label.as_str()))
             });
         if let Some((number, label)) = line {

@@ -329,8 +329,8 @@ impl Graph {
     }
 
     /// The untried action on `screen` whose widget was last seen labelled `label` (as a model
-    /// copies it: case and spacing aside, else the only label holding it or held by it, of
-    /// [`NEAR_LABEL`] characters or more): its click when that is untried.
+    /// copies it: case and spacing aside, a cut label's `…` too, else the only label holding it
+    /// or held by it, of [`NEAR_LABEL`] characters or more): its click when that is untried.
     pub fn untried_labelled(&self, screen: ScreenIndex, label: &str) -> Option<ActionKey> {
         let node = self.screens.get(screen)?;
         let plain = |text: &str| {
@@ -339,7 +339,8 @@ impl Graph {
                 .join(" ")
                 .to_lowercase()
         };
-        let wanted = plain(label);
+        // A prompt cuts a long label (see `ui::tree::quote`): its copy is the label's start.
+        let wanted = plain(label.trim_end_matches('…'));
         if wanted.is_empty() {
             return None;
         }
@@ -794,6 +795,7 @@ mod tests {
         // Held by one label only, or holding it.
         assert_eq!(found(&graph, "About"), Some(click("About  this app")));
         assert_eq!(found(&graph, "Open Settings"), Some(click("Settings")));
+        assert_eq!(found(&graph, "About th…"), Some(click("About  this app")));
         // Held by two labels, none, too short to tell, or nothing asked: no widget.
         assert_eq!(found(&graph, "Sort"), None);
         assert_eq!(found(&graph, "ab"), None);
