@@ -591,7 +591,10 @@ impl Graph {
             }
             let kind = screen.kinds.get(key).cloned();
             let records = kind
-                .map(|kind| self.by_kind.entry(kind).or_default())
+                .map(|kind| {
+                    let record = kind.record();
+                    self.by_kind.entry(kind).or_insert(record)
+                })
                 .into_iter()
                 .chain(
                     key.widget
@@ -601,6 +604,7 @@ impl Graph {
             for record in records {
                 record.tried += 1;
                 record.away += u32::from(to != from);
+                record.found += u32::from(to != from && first_seen);
             }
             if key.widget.is_some() && to != from {
                 self.led_away_on
@@ -922,9 +926,9 @@ mod tests {
         assert_eq!(graph.promise(page, &click("Menu"), Rank::Text), 1.0);
     }
 
-    #[test]
-    fn choices_of_one_group_that_did_nothing_make_the_others_promise_less() {
-        // A date format dialog: a radio group of five choices, each with its own id, and "OK".
+    /// A date format dialog: a radio group of five choices "a" to "e", each with its own id,
+    /// and "OK".
+    fn radio_dialog() -> Observation {
         let mut dialog = screen("Main", "0", &["OK"]);
         dialog.elements.push(UiElement {
             element_id: 1,
@@ -949,6 +953,12 @@ mod tests {
                 ..UiElement::default()
             });
         }
+        dialog
+    }
+
+    #[test]
+    fn choices_of_one_group_that_did_nothing_make_the_others_promise_less() {
+        let dialog = radio_dialog();
         let mut graph = Graph::new();
         let at = graph.observe(&Screen::of(&dialog));
         let choice = |label: &str| click_on(&dialog, label);
@@ -959,6 +969,29 @@ mod tests {
         assert_eq!(graph.promise(at, &choice("e"), Rank::Text), 1.0 / 3.0);
         // The dialog's button is no choice of the group.
         assert_eq!(graph.promise(at, &click("OK"), Rank::Text), 1.0);
+    }
+
+    #[test]
+    fn choices_that_showed_a_known_screen_make_the_others_promise_less() {
+        // The dialog closes on a choice, showing the settings page it was opened from (seen
+        // before) or, the first time, a page not seen yet.
+        let dialog = radio_dialog();
+        let choice = |label: &str| click_on(&dialog, label);
+        let after_one_choice = |to_known: bool| {
+            let mut graph = Graph::new();
+            let page = screen("Settings", "0", &["Format"]);
+            let settings = graph.observe(&Screen::of(&page));
+            let at = graph.observe(&Screen::of(&dialog));
+            graph.record_edge(settings, &click("Format"), at, false);
+            let shown = match to_known {
+                true => graph.observe(&Screen::of(&page)),
+                false => graph.observe(&Screen::of(&screen("Preview", "0", &["Done"]))),
+            };
+            graph.record_edge(at, &choice("a"), shown, false);
+            graph.promise(at, &choice("e"), Rank::Text)
+        };
+        assert_eq!(after_one_choice(true), 0.5);
+        assert_eq!(after_one_choice(false), 1.0);
     }
 
     /// A page of `activity` with buttons "A" and "B" and a label showing `label` (no action: the

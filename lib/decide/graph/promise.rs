@@ -17,7 +17,8 @@ use crate::screen::{is_radio, list_of, parent_of, shape, ActionKey, Rank, Screen
 /// item (see [`Item`]), on its screen (the rows of one list behave alike, rows that only tick
 /// themselves done; another page's rows of the same class may not); a radio button outside a
 /// form, by its group (its parent) on its screen, whatever its own id (the choices of a sort
-/// order or a date format do alike: change the setting, and often nothing else). Toggles are
+/// order or a date format do alike: change the setting, and often nothing else; see
+/// [`KindRecord::led_on`]). Toggles are
 /// left out: what they change is a state of the screen, not another one; so are widgets that
 /// are not items of a list (a menu's rows are, a toolbar's buttons are not).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,6 +28,8 @@ pub struct Kind {
     class: String,
     resource_id: String,
     list: Option<Item>,
+    /// The choices of a radio group.
+    choice: bool,
 }
 
 /// What places an item in its list, for its [`Kind`].
@@ -90,25 +93,49 @@ impl Kind {
                 false => element.resource_id.clone(),
             },
             list,
+            choice: radio,
         })
+    }
+
+    /// A record for actions of this kind, none tried yet.
+    pub(super) fn record(&self) -> KindRecord {
+        KindRecord {
+            choice: self.choice,
+            ..KindRecord::default()
+        }
     }
 }
 
-/// First outcomes of actions of one [`Kind`]: how many, and how many led away from their
-/// screen.
+/// First outcomes of actions of one [`Kind`] (or of one widget across screens): how many, how
+/// many led away from their screen, and how many of those showed a state first seen.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct KindRecord {
     pub(super) tried: u32,
     pub(super) away: u32,
+    pub(super) found: u32,
+    /// The kind is a radio group's choices (see [`KindRecord::led_on`]).
+    choice: bool,
 }
 
 impl KindRecord {
+    /// The tries that count as having led somewhere: those that led away, but for a radio
+    /// group's choices those that showed a state first seen. A choice that closes its dialog
+    /// leads away to the screen the dialog was opened on, and the next choice shows that same
+    /// screen again (a compression quality, a theme); choices that each show a new state (a
+    /// sort dialog whose order shows in it) keep their promise.
+    pub(super) fn led_on(self) -> u32 {
+        match self.choice {
+            true => self.found,
+            false => self.away,
+        }
+    }
+
     /// How much of its rank's promise an action of this kind keeps, by Laplace's rule over
-    /// those tried ((away + 1) / (tried + 1)): all of it before any try or while every try led
-    /// away, half after one try that left its screen as it was, a quarter after three (words
-    /// of a list of results that only select themselves).
+    /// those tried ((led on + 1) / (tried + 1), see [`KindRecord::led_on`]): all of it before
+    /// any try or while every try led on, half after one try that left its screen as it was, a
+    /// quarter after three (words of a list of results that only select themselves).
     fn scale(self) -> f64 {
-        f64::from(self.away + 1) / f64::from(self.tried + 1)
+        f64::from(self.led_on() + 1) / f64::from(self.tried + 1)
     }
 }
 
@@ -206,7 +233,7 @@ impl Graph {
             false => rank.promise(),
         };
         match record {
-            Some(record) => looks.max(f64::from(record.away) / f64::from(record.tried)),
+            Some(record) => looks.max(f64::from(record.led_on()) / f64::from(record.tried)),
             None => looks,
         }
     }
