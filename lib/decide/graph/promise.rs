@@ -18,9 +18,9 @@ use crate::screen::{is_radio, list_of, parent_of, shape, ActionKey, Rank, Screen
 /// themselves done; another page's rows of the same class may not); a radio button outside a
 /// form, by its group (its parent) on its screen, whatever its own id (the choices of a sort
 /// order or a date format do alike: change the setting, and often nothing else; see
-/// [`KindRecord::led_on`]). Toggles are
-/// left out: what they change is a state of the screen, not another one; so are widgets that
-/// are not items of a list (a menu's rows are, a toolbar's buttons are not).
+/// `KindRecord::led_on`). Toggles are left out: what they change is a state of the screen,
+/// not another one; so are widgets that are not items of a list (a menu's rows are, a
+/// toolbar's buttons are not).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Kind {
     activity: String,
