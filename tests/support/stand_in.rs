@@ -233,11 +233,10 @@ impl Answerer {
                 }
             }
             Policy::Visit(number) => {
-                let prefix = format!("- [screen={number}] ");
-                let line = user.lines().find_map(|l| l.trim().strip_prefix(&prefix));
-                let element = line
-                    .and_then(|l| l.split_once(": "))
-                    .and_then(|(_, elements)| line_labels(elements)?.into_iter().next());
+                let element = listed(user)
+                    .into_iter()
+                    .find(|(listed, _, _)| listed == number)
+                    .and_then(|(_, _, labels)| labels.into_iter().next());
                 vec![
                     json!({"action": "visit", "screen": number, "element": element,
                     "action_desc": format!("visit screen {number}"),
@@ -380,19 +379,24 @@ fn oracle(model: &AppModel, truth: &std::path::Path, user: &str) -> Option<Answe
     (!visits.is_empty()).then(|| visits.into_iter().map(|(_, visit)| visit).collect())
 }
 
-/// The labels of a listed state's line (what follows `Activity: `), quoted as JSON strings are.
-fn line_labels(elements: &str) -> Option<Vec<String>> {
-    serde_json::from_str(&format!("[{elements}]")).ok()
+/// The states the prompt lists (`- [screen=N] Activity: "label", ...`): each one's number,
+/// activity (with its on-screen mark) and labels, read back from their quotes.
+fn listed(user: &str) -> Vec<(u64, &str, Vec<String>)> {
+    user.lines()
+        .filter_map(|line| {
+            let rest = line.trim().strip_prefix("- [screen=")?;
+            let (number, rest) = rest.split_once("] ")?;
+            let (activity, elements) = rest.split_once(": ")?;
+            let labels = serde_json::from_str(&format!("[{elements}]")).ok()?;
+            Some((number.parse().ok()?, activity, labels))
+        })
+        .collect()
 }
 
-/// Whether a text shown is a label the prompt lists, as the prompt quotes it (whitespace
-/// folded, a long one cut and ended with `…`).
+/// Whether a text shown is a label the prompt lists: the prompt quotes an app's text with
+/// `ui::tree::quote` (whitespace folded, a long one cut and ended with `…`).
 fn is_label(shown: &str, listed: &str) -> bool {
-    let shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
-    match listed.strip_suffix('…') {
-        Some(start) => shown.starts_with(start),
-        None => shown == listed,
-    }
+    serde_json::from_str::<String>(&droid::ui::tree::quote(shown)).is_ok_and(|s| s == listed)
 }
 
 /// Most visits in one answer.
@@ -411,15 +415,7 @@ fn visits(
     unseen: &impl Fn(usize) -> bool,
 ) -> Vec<(usize, Value)> {
     use droid::sim::model::{Action, Destination};
-    let listed: Vec<(u64, &str, Vec<String>)> = user
-        .lines()
-        .filter_map(|line| {
-            let rest = line.trim().strip_prefix("- [screen=")?;
-            let (number, rest) = rest.split_once("] ")?;
-            let (activity, elements) = rest.split_once(": ")?;
-            Some((number.parse().ok()?, activity, line_labels(elements)?))
-        })
-        .collect();
+    let listed = listed(user);
     // The shown screen each line is, when one is sure: the one on screen now for the line
     // marked so, else the only one of the line's activity showing every label it lists.
     let texts = |screen: usize| -> HashSet<&str> {

@@ -589,22 +589,15 @@ impl Graph {
                 screen.outcomes += 1;
                 screen.discoveries += u32::from((first_seen || renewed) && to != from);
             }
-            let kind = screen.kinds.get(key).cloned();
-            let records = kind
-                .map(|kind| {
-                    let record = kind.record();
-                    self.by_kind.entry(kind).or_insert(record)
-                })
-                .into_iter()
-                .chain(
-                    key.widget
-                        .is_some()
-                        .then(|| self.by_widget.entry(key.clone()).or_default()),
-                );
-            for record in records {
-                record.tried += 1;
-                record.away += u32::from(to != from);
-                record.found += u32::from(to != from && first_seen);
+            if let Some(kind) = screen.kinds.get(key).cloned() {
+                let led_on = to != from && (!kind.is_choice() || first_seen);
+                self.by_kind.entry(kind).or_default().note(led_on);
+            }
+            if key.widget.is_some() {
+                self.by_widget
+                    .entry(key.clone())
+                    .or_default()
+                    .note(to != from);
             }
             if key.widget.is_some() && to != from {
                 self.led_away_on

@@ -18,7 +18,7 @@ use crate::screen::{is_radio, list_of, parent_of, shape, ActionKey, Rank, Screen
 /// themselves done; another page's rows of the same class may not); a radio button outside a
 /// form, by its group (its parent) on its screen, whatever its own id (the choices of a sort
 /// order or a date format do alike: change the setting, and often nothing else; see
-/// `KindRecord::led_on`). Toggles are left out: what they change is a state of the screen,
+/// `Kind::is_choice`). Toggles are left out: what they change is a state of the screen,
 /// not another one; so are widgets that are not items of a list (a menu's rows are, a
 /// toolbar's buttons are not).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,45 +97,38 @@ impl Kind {
         })
     }
 
-    /// A record for actions of this kind, none tried yet.
-    pub(super) fn record(&self) -> KindRecord {
-        KindRecord {
-            choice: self.choice,
-            ..KindRecord::default()
-        }
+    /// Whether actions of this kind are a radio group's choices: such a try leads on when it
+    /// shows a state first seen, not whenever it leads away (see [`KindRecord`]). A choice that
+    /// closes its dialog leads away to the screen the dialog was opened on, and the next choice
+    /// shows that same screen again (a compression quality, a theme); choices that each show a
+    /// new state (a sort dialog whose order shows in it) keep their promise.
+    pub(super) fn is_choice(&self) -> bool {
+        self.choice
     }
 }
 
-/// First outcomes of actions of one [`Kind`] (or of one widget across screens): how many, how
-/// many led away from their screen, and how many of those showed a state first seen.
+/// First outcomes of actions of one [`Kind`] (or of one widget across screens): how many, and
+/// how many led on: away from their screen (a radio group's choices: to a state first seen,
+/// see [`Kind::is_choice`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct KindRecord {
     pub(super) tried: u32,
-    pub(super) away: u32,
-    pub(super) found: u32,
-    /// The kind is a radio group's choices (see [`KindRecord::led_on`]).
-    choice: bool,
+    pub(super) led_on: u32,
 }
 
 impl KindRecord {
-    /// The tries that count as having led somewhere: those that led away, but for a radio
-    /// group's choices those that showed a state first seen. A choice that closes its dialog
-    /// leads away to the screen the dialog was opened on, and the next choice shows that same
-    /// screen again (a compression quality, a theme); choices that each show a new state (a
-    /// sort dialog whose order shows in it) keep their promise.
-    pub(super) fn led_on(self) -> u32 {
-        match self.choice {
-            true => self.found,
-            false => self.away,
-        }
+    /// Counts one more first outcome.
+    pub(super) fn note(&mut self, led_on: bool) {
+        self.tried += 1;
+        self.led_on += u32::from(led_on);
     }
 
     /// How much of its rank's promise an action of this kind keeps, by Laplace's rule over
-    /// those tried ((led on + 1) / (tried + 1), see [`KindRecord::led_on`]): all of it before
-    /// any try or while every try led on, half after one try that left its screen as it was, a
-    /// quarter after three (words of a list of results that only select themselves).
+    /// those tried ((led on + 1) / (tried + 1)): all of it before any try or while every try
+    /// led on, half after one try that left its screen as it was, a quarter after three (words
+    /// of a list of results that only select themselves).
     fn scale(self) -> f64 {
-        f64::from(self.led_on() + 1) / f64::from(self.tried + 1)
+        f64::from(self.led_on + 1) / f64::from(self.tried + 1)
     }
 }
 
@@ -218,7 +211,7 @@ impl Graph {
     }
 
     /// The rank's promise, or for an action of a [`Kind`] tried before, the share of those
-    /// tries that led away when that is more: a gesture promises little by its looks, but a
+    /// tries that led on when that is more: a gesture promises little by its looks, but a
     /// list whose rows swipe open an editor shows it will on its next page too.
     pub(super) fn learned_promise(
         &self,
@@ -233,7 +226,7 @@ impl Graph {
             false => rank.promise(),
         };
         match record {
-            Some(record) => looks.max(f64::from(record.led_on()) / f64::from(record.tried)),
+            Some(record) => looks.max(f64::from(record.led_on) / f64::from(record.tried)),
             None => looks,
         }
     }
