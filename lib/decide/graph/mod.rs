@@ -1088,6 +1088,34 @@ mod tests {
     }
 
     #[test]
+    fn a_key_whose_states_merge_back_makes_no_more_than_the_most() {
+        // A label that shows something new on every visit (a field whose text grows each time
+        // it is typed into): each value is a state, "A" shows there what it showed on the first
+        // one, and the state is merged back, its "B" untried until then.
+        let mut graph = Graph::new();
+        let page = graph.observe(&Screen::of(&labelled("0")));
+        let z = graph.observe(&Screen::of(&screen("Z", "0", &["Z"])));
+        graph.record_edge(page, &click("B"), z, false);
+        graph.observe(&Screen::of(&labelled("0")));
+        let x = graph.observe(&Screen::of(&screen("X", "0", &["X"])));
+        graph.record_edge(page, &click("A"), x, false);
+        graph.observe(&Screen::of(&labelled("1")));
+        let y = graph.observe(&Screen::of(&screen("Y", "0", &["Y"])));
+        graph.record_edge(page, &click("A"), y, false);
+        assert_eq!(graph.refined_states(), 1);
+        let mut fresh = 0;
+        for n in 2..2 * refine::MAX_MADE {
+            let at = graph.observe(&Screen::of(&labelled(&n.to_string())));
+            fresh += usize::from(!graph.is_tried(at, &click("B")));
+            let x = graph.observe(&Screen::of(&screen("X", "0", &["X"])));
+            graph.record_edge(at, &click("A"), x, false);
+        }
+        assert!(fresh < refine::MAX_MADE, "{fresh} states with B untried");
+        let past = graph.observe(&Screen::of(&labelled("past the most")));
+        assert!(graph.is_tried(past, &click("B")));
+    }
+
+    #[test]
     fn the_tally_counts_states_and_actions_left_until_each_is_tried() {
         let mut graph = Graph::new();
         let list = graph.observe(&Screen::of(&screen("List", "0", &["Open", "Sort"])));

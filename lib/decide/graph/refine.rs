@@ -10,7 +10,8 @@
 //! key's states apart, each with its own untried actions (the split). A split that did not
 //! matter is undone: a state whose first outcome of a splitting action is the one another state
 //! of the key showed behaves as that state, and is merged into it. A key holds at most
-//! [`MAX_STATES`]; observations past that are its first state.
+//! [`MAX_STATES`] at once and makes at most [`MAX_MADE`], merged ones included; observations
+//! past that are its first state.
 //!
 //! APE (Gu et al., ICSE 2019, "Practical GUI testing of Android apps via model abstraction and
 //! refinement") refines a GUI model the same way: coarse first, finer where an action's outcomes
@@ -27,6 +28,12 @@ use crate::screen::{ActionKey, Details, ScreenKey};
 /// stay bounded.
 pub const MAX_STATES: usize = 8;
 
+/// The most states one key makes over a run, merged ones included: a field whose text grows on
+/// every visit (text typed into it again is added to what it shows) would otherwise be a new
+/// state each time, its actions untried, merged back after one try, and the run would go round
+/// it until its budget ends.
+pub const MAX_MADE: usize = 2 * MAX_STATES;
+
 /// The states of one key.
 #[derive(Debug, Clone, Default)]
 pub(super) struct States {
@@ -36,6 +43,8 @@ pub(super) struct States {
     by_values: BTreeMap<Vec<Option<String>>, ScreenIndex>,
     /// The actions whose differing outcomes split the key.
     witnesses: BTreeSet<ActionKey>,
+    /// The states made for the key, merged ones included (see [`MAX_MADE`]).
+    made: usize,
 }
 
 impl States {
@@ -65,7 +74,7 @@ impl States {
 impl Graph {
     /// The state of `key` that an observation showing `details` is in: added when new (with
     /// the actions of `like`, else of the key's first state, all untried) but past
-    /// [`MAX_STATES`], when it is the key's first state.
+    /// [`MAX_STATES`] or [`MAX_MADE`], when it is the key's first state.
     pub(super) fn state_of(
         &mut self,
         key: &ScreenKey,
@@ -78,9 +87,11 @@ impl Graph {
             return id;
         }
         let first = states.first();
-        if let Some(first) = first.filter(|_| states.count() >= MAX_STATES) {
+        let full = states.count() >= MAX_STATES || states.made >= MAX_MADE;
+        if let Some(first) = first.filter(|_| full) {
             return first;
         }
+        states.made += 1;
         let id = self.screens.len();
         let mut node = Node::new(key.clone(), details.clone());
         if let Some(like) = like.or(first).and_then(|like| self.screens.get(like)) {
