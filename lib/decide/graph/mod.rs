@@ -598,13 +598,13 @@ impl Graph {
                     .entry(key.clone())
                     .or_default()
                     .note(to != from);
-            }
-            if key.widget.is_some() && to != from {
-                self.led_away_on
-                    .entry(key.clone())
-                    .or_default()
-                    .moves
-                    .push((from, to));
+                if to != from {
+                    self.led_away_on
+                        .entry(key.clone())
+                        .or_default()
+                        .moves
+                        .push((from, to));
+                }
             }
         }
         *targets.entry(to).or_default() += 1;
