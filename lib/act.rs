@@ -500,6 +500,14 @@ fn perform(
             let text = with_password(text, config.test_password.as_ref())?;
             let (x, y) = point()?;
             device.tap(x, y)?;
+            // Input sets what the field holds, as a user retyping it would: else a replayed
+            // step would add to what it typed before.
+            let held = target
+                .and_then(|t| t.element.as_ref())
+                .map_or(0, held_text_len);
+            if held > 0 {
+                device.clear_field(held)?;
+            }
             // `input text` sends key events, which Android queues behind the tap until the app
             // has handled it: they reach the field the tap focused. The ADB Keyboard's
             // broadcast (non-ASCII text) is not queued so: the IME is given time to bind to
@@ -533,6 +541,16 @@ fn perform(
         ActionType::Relaunch | ActionType::Other(_) => return Err(not_decidable(action)),
     }
     Ok(())
+}
+
+/// The characters an `input` on `field` deletes before typing: the text it holds (typed
+/// before, or filled in by the app); none when it is not a text field or shows only its hint.
+pub fn held_text_len(field: &UiElement) -> usize {
+    if field.editable && field.text != field.hint {
+        field.text.chars().count()
+    } else {
+        0
+    }
 }
 
 /// An action type a decision may not hold: unknown to this droid, or `relaunch` (a decision's
@@ -1044,6 +1062,39 @@ mod tests {
         let line = Event::Result(results[0].clone()).to_line();
         assert!(!line.contains("s3cret"), "{line}");
         assert!(line.contains("EditText (password)"));
+    }
+
+    #[test]
+    fn input_empties_a_field_that_holds_text_and_leaves_hints_alone() {
+        let typed = |text: &str, hint: &str| {
+            let device = Recorder::new("", vec!["A"]);
+            let mut field = element(1, [0, 0, 1080, 200], true);
+            field.editable = true;
+            field.text = text.into();
+            field.hint = hint.into();
+            let action = Action {
+                action: ActionType::Input,
+                input_text: Some("new".into()),
+                ..click_box(0, 0, 1080, 200)
+            };
+            let obs = observation(vec![field]);
+            execute_decision(&quick(), &device, &decision(vec![action]), Some(&obs));
+            let calls = device.calls.lock().unwrap().clone();
+            calls
+        };
+        assert_eq!(
+            typed("añ", ""),
+            [
+                "tap 540 100",
+                "key 67",
+                "key 67",
+                "key 112",
+                "key 112",
+                "text new"
+            ]
+        );
+        assert_eq!(typed("Search", "Search"), ["tap 540 100", "text new"]);
+        assert_eq!(typed("", "Search"), ["tap 540 100", "text new"]);
     }
 
     #[test]

@@ -95,6 +95,15 @@ pub trait Device: Sync {
     fn key(&self, name: &str) -> Result<(), DeviceError>;
     /// Types text into the focused field, exactly; see [`text`] for how.
     fn input_text(&self, text: &str) -> Result<(), DeviceError>;
+    /// Empties the focused field of a text `chars` long wherever the tap left the cursor:
+    /// `chars` deletes before it, then `chars` after it (a multi-line field's end key would
+    /// stop at the end of a line).
+    fn clear_field(&self, chars: usize) -> Result<(), DeviceError> {
+        for key in clearing_keys(chars) {
+            self.key(key)?;
+        }
+        Ok(())
+    }
     fn pull(&self, path: &str) -> Result<Vec<u8>, DeviceError>;
     /// The crash log buffer (`logcat -b crash`), cleared after reading when `clear`.
     fn crash_log(&self, clear: bool) -> Result<String, DeviceError>;
@@ -297,6 +306,25 @@ fn check_package(package: &str) -> Result<(), DeviceError> {
     }
 }
 
+/// The keys that empty a field of `chars` characters around the cursor: `KEYCODE_DEL`
+/// (backspace) and `KEYCODE_FORWARD_DEL`, as numbers, `chars` of each.
+fn clearing_keys(chars: usize) -> impl Iterator<Item = &'static str> {
+    std::iter::repeat_n("67", chars).chain(std::iter::repeat_n("112", chars))
+}
+
+/// Key events sent in one `input keyevent` command when emptying a field: one device round
+/// trip per batch, short enough for any shell's command line.
+const KEYS_PER_COMMAND: usize = 128;
+
+/// The `input keyevent` commands that empty the focused field of a text `chars` long (see
+/// [`Device::clear_field`]).
+pub fn clearing_commands(chars: usize) -> Vec<String> {
+    let keys: Vec<&str> = clearing_keys(chars).collect();
+    keys.chunks(KEYS_PER_COMMAND)
+        .map(|batch| format!("input keyevent {}", batch.join(" ")))
+        .collect()
+}
+
 /// `back` → `KEYCODE_BACK`, `KEYCODE_TAB` stays, `66` stays; anything else is refused.
 pub fn key_code(name: &str) -> Result<String, DeviceError> {
     let name = name.trim();
@@ -461,6 +489,13 @@ impl Device for AdbDevice {
     fn key(&self, name: &str) -> Result<(), DeviceError> {
         self.run(&format!("input keyevent {}", key_code(name)?))
             .map(drop)
+    }
+
+    fn clear_field(&self, chars: usize) -> Result<(), DeviceError> {
+        for command in clearing_commands(chars) {
+            self.run(&command)?;
+        }
+        Ok(())
     }
 
     fn input_text(&self, text: &str) -> Result<(), DeviceError> {

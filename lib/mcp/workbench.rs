@@ -122,7 +122,8 @@ pub enum ActKind {
     Tap,
     /// Long-press `ref` or the point `x`, `y`.
     LongPress,
-    /// Type `text`: into `ref` (tapped first), else into the focused field.
+    /// Type `text`: into `ref` (tapped first, emptied when it holds text), else into the
+    /// focused field.
     Type,
     /// Swipe from `x`, `y` to `to_x`, `to_y` in `duration_ms` (default 300).
     Swipe,

@@ -1,7 +1,8 @@
 //! A path to a failure in the forms a developer's own tools run:
 //!
 //! - a **Maestro flow** (YAML): `appId`, then `launchApp`, `tapOn` by resource id or text
-//!   (where the recorded screen has one element with it) else by point, `inputText`,
+//!   (where the recorded screen has one element with it) else by point, `inputText` (after
+//!   `eraseText` of what the field held, as droid-act deletes it first),
 //!   `longPressOn`, `back`, `pressKey: home`, `scroll`, `swipe`, `waitForAnimationToEnd` (a tap
 //!   on the system's permission dialog `optional`: a device that granted it shows none). Only
 //!   commands and parameters Maestro documents (its docs' command reference,
@@ -24,6 +25,8 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::script::{FailureKind, Script, Step, StepKind};
+use crate::act::held_text_len;
+use crate::device::clearing_commands;
 use crate::device::text::{ascii_commands, ime_broadcast_command, is_plain_ascii, shell_quote};
 use crate::device::{gesture_points, Direction};
 use crate::events::ActionType;
@@ -104,8 +107,12 @@ fn maestro_step(step: &Step, package: &str) -> String {
                 true => text.replace(TEST_PASSWORD_PLACEHOLDER, "${TEST_PASSWORD}"),
                 false => text.to_string(),
             };
+            let erase = match held_text(step) {
+                0 => String::new(),
+                held => format!("- eraseText: {held}\n"),
+            };
             format!(
-                "- tapOn:\n{}- inputText: {}\n",
+                "- tapOn:\n{}{erase}- inputText: {}\n",
                 selector(),
                 yaml_string(&typed)
             )
@@ -367,6 +374,7 @@ fn shell_step(step: &Step, package: &str) -> Vec<String> {
             .collect(),
         (_, ActionType::Input) => {
             let mut lines: Vec<String> = at.map(tap).into_iter().collect();
+            lines.extend(clearing_commands(held_text(step)).into_iter().map(device));
             lines.extend(type_lines(step.text().unwrap_or_default()));
             lines
         }
@@ -389,6 +397,11 @@ fn shell_step(step: &Step, package: &str) -> Vec<String> {
             one_line(other.as_str())
         )],
     }
+}
+
+/// What the field held when the step typed into it, which droid-act deleted first.
+fn held_text(step: &Step) -> usize {
+    step.element.as_ref().map_or(0, held_text_len)
 }
 
 /// The lines that type `text`: droid-act's device commands, the test password from the
@@ -540,6 +553,36 @@ mod tests {
             shell_step(&own, "com.example.app"),
             ["device 'input tap 540 1000'"]
         );
+    }
+
+    #[test]
+    fn typing_into_a_field_that_held_text_deletes_it_first_as_droid_act_did() {
+        let mut step = tap_on("com.example.app", "com.example.app:id/name");
+        step.action = Action {
+            input_text: Some("Bo".into()),
+            ..Action::new(ActionType::Input)
+        };
+        let field = step.element.as_mut().unwrap();
+        field.editable = true;
+        field.text = "Al".into();
+        let flow = maestro_step(&step, "com.example.app");
+        assert!(
+            flow.contains("- eraseText: 2\n- inputText: \"Bo\"\n"),
+            "{flow}"
+        );
+        assert_eq!(
+            shell_step(&step, "com.example.app"),
+            [
+                "device 'input tap 540 1000'",
+                "device 'input keyevent 67 67 112 112'",
+                r#"device 'input text '\''Bo'\'''"#
+            ]
+        );
+        // A field showing only its hint is typed into as it is.
+        let field = step.element.as_mut().unwrap();
+        field.hint = "Al".into();
+        assert!(!maestro_step(&step, "com.example.app").contains("eraseText"));
+        assert_eq!(shell_step(&step, "com.example.app").len(), 2);
     }
 
     #[test]

@@ -100,29 +100,35 @@ fn decisions_resolve_through_the_preceding_observation() {
     assert_eq!(sim.screens().last().map(String::as_str), Some("s008"));
 }
 
-/// Types `text` into the note body through an `input` decision and checks the next dump.
-fn assert_typed_exactly(text: &str) {
-    // Recorded moves only: typing into the body would otherwise move, as the recording of the
-    // same field on another screen of the activity does.
-    let sim = SimProc::notes(&["--recorded-only"]);
-    let observation = observation_line(&sim);
+/// Types `text` into the note body through an `input` decision resolved against a fresh
+/// observation; the action's result.
+fn type_into_note_body(sim: &SimProc, text: &str) -> Value {
+    let observation = observation_line(sim);
     let b = NOTE_BODY.map(i64::from);
     let decision = decision_line(json!([
         {"action": "input", "target_bounding_box": bbox(b), "input_text": text},
     ]));
-    let out = run_act(&sim, &[], &format!("{observation}\n{decision}\n"));
+    let out = run_act(sim, &[], &format!("{observation}\n{decision}\n"));
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let results = results(&out.stdout);
-    assert_eq!(results[0]["success"], true, "{}", results[0]);
+    let result = results(&out.stdout).remove(0);
+    assert_eq!(result["success"], true, "{result}");
+    result
+}
+
+/// Types `text` into the note body and checks the next dump.
+fn assert_typed_exactly(text: &str) {
+    // Recorded moves only: typing into the body would otherwise move, as the recording of the
+    // same field on another screen of the activity does.
+    let sim = SimProc::notes(&["--recorded-only"]);
+    let result = type_into_note_body(&sim, text);
     let quoted = serde_json::to_string(text).unwrap();
     assert!(
-        !results[0].to_string().contains(&quoted),
-        "typed text must not be echoed in results: {}",
-        results[0]
+        !result.to_string().contains(&quoted),
+        "typed text must not be echoed in results: {result}"
     );
     // The device received exactly the text (truth log) and shows exactly it (next dump).
     assert_eq!(sim.typed(), text, "{:?}", sim.inputs());
@@ -139,6 +145,18 @@ fn assert_typed_exactly(text: &str) {
         "{kinds:?}"
     );
     assert_eq!(sim.screens(), ["@launcher", "s001"]);
+}
+
+#[test]
+fn input_replaces_what_the_field_holds() {
+    droid::fixtures_or_skip!();
+    let sim = SimProc::notes(&["--recorded-only"]);
+    // Each observation shows what the field holds now.
+    for text in ["first draft", "final", "final"] {
+        type_into_note_body(&sim, text);
+        let shown = text_at(&sim.device(), NOTE_BODY);
+        assert_eq!(shown, text, "{:?}", sim.inputs());
+    }
 }
 
 macro_rules! hostile_text {

@@ -134,6 +134,7 @@ const MAESTRO_COMMANDS: &[(&str, &[&str])] = &[
     ("launchApp", &["appId", "clearState", "stopApp"]),
     ("tapOn", &["id", "text", "point"]),
     ("longPressOn", &["id", "text", "point"]),
+    ("eraseText", &[]),
     ("inputText", &[]),
     ("back", &[]),
     ("pressKey", &[]),
