@@ -27,7 +27,7 @@ test: fmt-check lint ## fmt check, clippy and every test (what CI runs)
 schema: ## Regenerate docs/events.schema.json from the event types
 	DROID_WRITE_SCHEMA=1 $(CARGO) test $(CARGO_FLAGS) --test integration events::schema_is_current
 
-docs: ## Rewrite the coverage tables in docs/decide.md from bench.json
+docs: ## Rewrite the coverage tables in docs/decide.md and BENCH.md from bench.json
 	DROID_WRITE_DOCS=1 $(CARGO) test $(CARGO_FLAGS) --test integration docs::coverage_tables_are_bench_json_s
 
 bench: ## Performance numbers (medians) into BENCH.md and bench.json, see docs/benchmarks.md

@@ -1,7 +1,8 @@
 //! The coverage tables, rendered from the figures the bench's `coverage` section keeps (its
 //! sections in bench.json). The bench prints them with this code, and docs/decide.md holds the
-//! same text between markers: `docs::coverage_tables_are_bench_json_s` checks it, and
-//! `make docs` (`DROID_WRITE_DOCS=1`) rewrites it from bench.json.
+//! same text between markers, and BENCH.md the 3 × tables in its `coverage` section:
+//! `docs::coverage_tables_are_bench_json_s` checks both, and `make docs` (`DROID_WRITE_DOCS=1`)
+//! rewrites them from bench.json.
 // The bench renders; only the test reads and writes documents.
 #![allow(dead_code)]
 
@@ -158,4 +159,14 @@ pub fn current_in(document: &str) -> Option<&str> {
     let start = document.find(BEGIN)?;
     let end = document[start..].find(END)? + start + END.len();
     Some(&document[start..end])
+}
+
+/// Where BENCH.md's `coverage` section holds the 3 × tables (what the bench printed: from the
+/// section's heading to the paragraph on what each app asks); `None` without them.
+pub fn bench_md_tables(document: &str) -> Option<std::ops::Range<usize>> {
+    const HEADING: &str = "\n## coverage\n\n";
+    const AFTER: &str = "\nWhat each app asks";
+    let start = document.find(HEADING)? + HEADING.len();
+    let end = document[start..].find(AFTER)? + start;
+    Some(start..end)
 }
