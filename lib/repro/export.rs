@@ -107,10 +107,13 @@ fn maestro_step(step: &Step, package: &str) -> String {
                 true => text.replace(TEST_PASSWORD_PLACEHOLDER, "${TEST_PASSWORD}"),
                 false => text.to_string(),
             };
-            let erase = match held_text(step) {
-                0 => String::new(),
-                held => format!("- eraseText: {held}\n"),
-            };
+            // Maestro erases at most 100 characters a command.
+            let mut erase = String::new();
+            let mut held = held_text(step);
+            while held > 0 {
+                let _ = writeln!(erase, "- eraseText: {}", held.min(100));
+                held = held.saturating_sub(100);
+            }
             format!(
                 "- tapOn:\n{}{erase}- inputText: {}\n",
                 selector(),
@@ -578,8 +581,16 @@ mod tests {
                 r#"device 'input text '\''Bo'\'''"#
             ]
         );
+        // Maestro erases at most 100 characters a command.
+        step.element.as_mut().unwrap().text = "x".repeat(230);
+        let flow = maestro_step(&step, "com.example.app");
+        assert!(
+            flow.contains("- eraseText: 100\n- eraseText: 100\n- eraseText: 30\n- inputText"),
+            "{flow}"
+        );
         // A field showing only its hint is typed into as it is.
         let field = step.element.as_mut().unwrap();
+        field.text = "Al".into();
         field.hint = "Al".into();
         assert!(!maestro_step(&step, "com.example.app").contains("eraseText"));
         assert_eq!(shell_step(&step, "com.example.app").len(), 2);
