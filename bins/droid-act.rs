@@ -26,8 +26,9 @@ use droid::events::{Event, EventWriter};
                   performs that one action and prints its `result`. An `input` action taps its \
                   field, deletes the text the field holds (not its hint), then types, so the \
                   field holds exactly `input_text`; the `text` verb adds to what the focused field \
-                  holds. An input whose text holds {{test_password}} types the test password there, resolved as --test-password > \
-                  test_password in user_config.db > TEST_PASSWORD (or DROID_TEST_PASSWORD).",
+                  holds. An input whose text holds {{test_password}} types the test password \
+                  there, resolved as --test-password > test_password in user_config.db > \
+                  TEST_PASSWORD (or DROID_TEST_PASSWORD).",
     after_help = "Examples:\n  \
         droid-capture | droid-decide | droid-act\n  \
         droid-act tap 540 1200\n  \

@@ -184,12 +184,13 @@ impl DroidServer {
 
     /// Act on the device as droid-act does, then observe the screen it led to. `action`:
     /// tap (`ref`, or `x` and `y`), long_press (`ref` or `x`, `y`), type (`text`: `ref` then
-    /// holds exactly it, else it is added to the focused field; typed exactly, never run by a shell; `{{test_password}}` types
-    /// the server's test password), swipe (`x`, `y` to `to_x`, `to_y`, `duration_ms`), scroll
-    /// (`direction` up/down/left/right, inside `ref` or the screen), key (`key`: back, home,
-    /// enter, app_switch, KEYCODE_*), launch and stop (`package`), wait (`duration_ms`). Refs
-    /// name elements of the last `observe`. Answers the action's result (success, target,
-    /// error) and the new screen's key; a failed action is a tool error with its result.
+    /// holds exactly it, else it is added to the focused field; typed exactly, never run by a
+    /// shell; `{{test_password}}` types the server's test password), swipe (`x`, `y` to
+    /// `to_x`, `to_y`, `duration_ms`), scroll (`direction` up/down/left/right, inside `ref` or
+    /// the screen), key (`key`: back, home, enter, app_switch, KEYCODE_*), launch and stop
+    /// (`package`), wait (`duration_ms`). Refs name elements of the last `observe`. Answers
+    /// the action's result (success, target, error) and the new screen's key; a failed action
+    /// is a tool error with its result.
     #[tool(output_schema = schema_for_output::<Acted>())]
     async fn act(&self, Parameters(input): Parameters<ActInput>) -> CallToolResult {
         match self.blocking(move |w| w.act(&input)).await {
