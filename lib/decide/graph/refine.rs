@@ -28,10 +28,10 @@ use crate::screen::{ActionKey, Details, ScreenKey};
 /// stay bounded.
 pub const MAX_STATES: usize = 8;
 
-/// The most states one key makes over a run, merged ones included: a field whose text grows on
-/// every visit (text typed into it again is added to what it shows) would otherwise be a new
-/// state each time, its actions untried, merged back after one try, and the run would go round
-/// it until its budget ends.
+/// The most states one key makes over a run, merged ones included: a screen whose text changes
+/// on every visit (a counter, a clock, a log that grows) would otherwise be a new state each
+/// time, its actions untried, merged back after one try, and the run would go round it until
+/// its budget ends.
 pub const MAX_MADE: usize = 2 * MAX_STATES;
 
 /// The states of one key.
