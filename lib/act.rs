@@ -1079,8 +1079,7 @@ mod tests {
             };
             let obs = observation(vec![field]);
             execute_decision(&quick(), &device, &decision(vec![action]), Some(&obs));
-            let calls = device.calls.lock().unwrap().clone();
-            calls
+            device.calls.into_inner().unwrap()
         };
         assert_eq!(
             typed("añ", ""),

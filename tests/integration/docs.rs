@@ -15,35 +15,36 @@ fn coverage_tables_are_bench_json_s() {
         .get("coverage")
         .and_then(serde_json::Value::as_object)
         .expect("bench.json has a coverage section");
-    let write = std::env::var_os("DROID_WRITE_DOCS").is_some();
+    in_step(
+        &root.join("docs/decide.md"),
+        coverage_tables::marked,
+        &coverage_tables::for_docs(&figures),
+    );
+    in_step(
+        &root.join("BENCH.md"),
+        coverage_tables::bench_md_tables,
+        &coverage_tables::render(three_times),
+    );
+}
 
-    let generated = coverage_tables::for_docs(&figures);
-    let path = root.join("docs/decide.md");
-    let document = std::fs::read_to_string(&path).unwrap();
-    let current = coverage_tables::current_in(&document)
-        .expect("docs/decide.md has the coverage tables' markers");
-    if write {
-        let written = coverage_tables::replace_in(&document, &generated).unwrap();
-        std::fs::write(&path, written).unwrap();
+/// Checks that the part of the document at `path` that `place` finds is `generated`, or with
+/// `DROID_WRITE_DOCS` set writes it there.
+fn in_step(
+    path: &std::path::Path,
+    place: fn(&str) -> Option<std::ops::Range<usize>>,
+    generated: &str,
+) {
+    let mut document = std::fs::read_to_string(path).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    let range =
+        place(&document).unwrap_or_else(|| panic!("{name} has no place for the coverage tables"));
+    if std::env::var_os("DROID_WRITE_DOCS").is_some() {
+        document.replace_range(range, generated);
+        std::fs::write(path, document).unwrap();
     } else {
         assert!(
-            current == generated,
-            "docs/decide.md's coverage tables differ from bench.json's: run `make docs`"
-        );
-    }
-
-    let generated = coverage_tables::render(three_times);
-    let path = root.join("BENCH.md");
-    let mut document = std::fs::read_to_string(&path).unwrap();
-    let tables = coverage_tables::bench_md_tables(&document)
-        .expect("BENCH.md has a coverage section with the bench's tables");
-    if write {
-        document.replace_range(tables, &generated);
-        std::fs::write(&path, document).unwrap();
-    } else {
-        assert!(
-            document[tables] == generated,
-            "BENCH.md's coverage tables differ from bench.json's: run `make docs`"
+            document[range] == *generated,
+            "{name}'s coverage tables differ from bench.json's: run `make docs`"
         );
     }
 }
@@ -56,8 +57,21 @@ fn the_markers_bound_what_is_replaced() {
         coverage_tables::END
     );
     let new = format!("{}\nnew\n{}", coverage_tables::BEGIN, coverage_tables::END);
-    let replaced = coverage_tables::replace_in(&document, &new).unwrap();
+    let mut replaced = document.clone();
+    replaced.replace_range(coverage_tables::marked(&document).unwrap(), &new);
     assert_eq!(replaced, format!("before\n{new}\nafter\n"));
-    assert_eq!(coverage_tables::current_in(&replaced), Some(new.as_str()));
-    assert_eq!(coverage_tables::replace_in("no markers", &new), None);
+    let range = coverage_tables::marked(&replaced).unwrap();
+    assert_eq!(&replaced[range], new);
+    assert_eq!(coverage_tables::marked("no markers"), None);
+}
+
+#[test]
+fn benchs_tables_lie_between_the_heading_and_what_apps_ask() {
+    let document = "## decide\n\nx\n\n## coverage\n\nBudget\n| t |\n\nWhat each app asks: y\n";
+    let range = coverage_tables::bench_md_tables(document).unwrap();
+    assert_eq!(&document[range], "Budget\n| t |\n");
+    assert_eq!(
+        coverage_tables::bench_md_tables("## coverage\n\nno paragraph"),
+        None
+    );
 }

@@ -143,22 +143,11 @@ pub fn for_docs(figures: &Map<String, Value>) -> String {
     out + "\n" + END
 }
 
-/// `document` with its generated text replaced by `generated`; `None` without the markers.
-pub fn replace_in(document: &str, generated: &str) -> Option<String> {
+/// Where `document` holds its generated text, markers included; `None` without them.
+pub fn marked(document: &str) -> Option<std::ops::Range<usize>> {
     let start = document.find(BEGIN)?;
     let end = document[start..].find(END)? + start + END.len();
-    Some(format!(
-        "{}{generated}{}",
-        &document[..start],
-        &document[end..]
-    ))
-}
-
-/// The generated text `document` holds now; `None` without the markers.
-pub fn current_in(document: &str) -> Option<&str> {
-    let start = document.find(BEGIN)?;
-    let end = document[start..].find(END)? + start + END.len();
-    Some(&document[start..end])
+    Some(start..end)
 }
 
 /// Where BENCH.md's `coverage` section holds the 3 × tables (what the bench printed: from the

@@ -1090,8 +1090,8 @@ mod tests {
     #[test]
     fn a_key_whose_states_merge_back_makes_no_more_than_the_most() {
         // A label that shows something new on every visit (a counter, a log that grows): each
-        // value is a state, "A" shows there what it showed on the first
-        // one, and the state is merged back, its "B" untried until then.
+        // value is a state, "A" shows there what it showed on the first one, and the state is
+        // merged back, its "B" untried until then.
         let mut graph = Graph::new();
         let page = graph.observe(&Screen::of(&labelled("0")));
         let z = graph.observe(&Screen::of(&screen("Z", "0", &["Z"])));
