@@ -1027,8 +1027,17 @@ fn coverage() {
                 .map(explore::Run::longest_repeat)
                 .max()
                 .unwrap_or(0);
+            let (still, told): (usize, usize) = runs
+                .iter()
+                .map(explore::Run::still_steps)
+                .fold((0, 0), |(s, t), (still, told)| (s + still, t + told));
+            let still_percent = 100.0 * still as f64 / told.max(1) as f64;
             let key = format!("{name}.{label}");
             for (field, value) in [
+                (
+                    "steps_still_percent",
+                    serde_json::json!(still_percent.round()),
+                ),
                 ("reached", serde_json::json!(reached)),
                 ("mean", serde_json::json!(mean)),
                 ("percent_of_ceiling", serde_json::json!(share.round())),

@@ -22,6 +22,15 @@ pub const BEGIN: &str =
 /// The line that closes it.
 pub const END: &str = "<!-- end of the coverage tables -->";
 
+/// One decider's figures over the apps: each app's share of the ceiling, and each app's steps
+/// that left the screen as it was (none from a run of an older bench).
+#[derive(Default)]
+struct OverApps {
+    decider: String,
+    shares: Vec<(String, f64)>,
+    stills: Vec<f64>,
+}
+
 /// The tables of one coverage section: per app and decider, then per decider over the apps, then
 /// the ceiling as droid's screen key tells it apart.
 pub fn render(section: &Map<String, Value>) -> String {
@@ -29,6 +38,7 @@ pub fn render(section: &Map<String, Value>) -> String {
     let number = |key: &str| get(key).as_f64().unwrap_or(0.0);
     // A figure a run of an older bench did not keep.
     let launcher_trips = |key: &str| get(key).as_u64().map_or("–".into(), |n| n.to_string());
+    let percent = |key: &str| get(key).as_f64().map_or("–".into(), |n| format!("{n:.0}%"));
     let strings = |key: &str| -> Vec<String> {
         get(key)
             .as_array()
@@ -49,11 +59,11 @@ pub fn render(section: &Map<String, Value>) -> String {
         seeds.saturating_sub(1)
     );
     out += &format!(
-        "| app | ceiling | budget | decider | own screens reached, seeds 0-{} | mean | % of ceiling | ended explored | explored, a ceiling screen one move away | moves inferred per run | most trips to the launcher | most steps repeated | model calls per new screen |\n",
+        "| app | ceiling | budget | decider | own screens reached, seeds 0-{} | mean | % of ceiling | ended explored | explored, a ceiling screen one move away | moves inferred per run | most trips to the launcher | most steps repeated | steps that left the screen as it was | model calls per new screen |\n",
         seeds.saturating_sub(1)
     );
-    out += "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    let mut shares: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+    out += "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    let mut shares: Vec<OverApps> = Vec::new();
     for app in &apps {
         let ceiling = number(&format!("{app}.ceiling"));
         let budget = number(&format!("{app}.budget"));
@@ -69,31 +79,52 @@ pub fn render(section: &Map<String, Value>) -> String {
                 .as_array()
                 .map_or(0, Vec::len);
             out += &format!(
-                "| {app} | {ceiling} | {budget} | {decider} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {short} | {:.1} | {} | {} | {:.1} |\n",
+                "| {app} | {ceiling} | {budget} | {decider} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {short} | {:.1} | {} | {} | {} | {:.1} |\n",
                 reached.join(" "),
                 number(&key("ended_explored")),
                 number(&key("inferred_per_run")),
                 launcher_trips(&key("most_launcher_trips")),
                 number(&key("most_steps_repeated")),
+                percent(&key("steps_still_percent")),
                 number(&key("model_calls_per_new_screen")),
             );
-            match shares.iter_mut().find(|(d, _)| d == decider) {
-                Some((_, list)) => list.push((app.clone(), share)),
-                None => shares.push((decider.clone(), vec![(app.clone(), share)])),
-            }
+            let still = get(&key("steps_still_percent")).as_f64();
+            let row = match shares.iter().position(|row| &row.decider == decider) {
+                Some(at) => &mut shares[at],
+                None => {
+                    shares.push(OverApps {
+                        decider: decider.clone(),
+                        ..OverApps::default()
+                    });
+                    shares.last_mut().expect("just pushed")
+                }
+            };
+            row.shares.push((app.clone(), share));
+            row.stills.extend(still);
         }
     }
     out +=
-        "\nOver the apps, per decider: the mean share of the ceiling reached, and the lowest:\n\n";
-    out += "| decider | mean % of ceiling | lowest app |\n|---|---:|---|\n";
-    for (decider, list) in &shares {
+        "\nOver the apps, per decider: the mean share of the ceiling reached, the lowest, and the \
+         mean share of steps that left the screen as it was:\n\n";
+    out += "| decider | mean % of ceiling | lowest app | steps that left the screen as it was |\n\
+            |---|---:|---|---:|\n";
+    for OverApps {
+        decider,
+        shares: list,
+        stills,
+    } in &shares
+    {
         let mean = list.iter().map(|(_, s)| s).sum::<f64>() / list.len().max(1) as f64;
         let (lowest, low) = list
             .iter()
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .cloned()
             .unwrap_or_default();
-        out += &format!("| {decider} | {mean:.0}% | {lowest} ({low:.0}%) |\n");
+        let still = match stills.len() == list.len() {
+            true => format!("{:.0}%", stills.iter().sum::<f64>() / stills.len() as f64),
+            false => "–".to_string(),
+        };
+        out += &format!("| {decider} | {mean:.0}% | {lowest} ({low:.0}%) | {still} |\n");
     }
     out += "\nThe ceiling's screens as droid tells them apart: model screens whose dumps give one \
             screen key (a details page showing another product, a form with text typed, the same \

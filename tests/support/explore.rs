@@ -130,6 +130,18 @@ impl Run {
             .count()
     }
 
+    /// Steps after which the device showed the model screen it showed when the step was decided
+    /// (a tap the app does not answer, a toggle whose state the model does not tell apart, a walk
+    /// that came back), and the steps with a next observation to tell.
+    pub fn still_steps(&self) -> (usize, usize) {
+        let still = self
+            .observed
+            .windows(2)
+            .filter(|pair| pair[0].1 == pair[1].1)
+            .count();
+        (still, self.observed.len().saturating_sub(1))
+    }
+
     /// The most consecutive steps that each repeated an earlier step of the same pass (the
     /// same model screen shown, the same actions decided on it) while the device showed nothing
     /// new: how long the explorer went round moves it had made before. A pass over what was
