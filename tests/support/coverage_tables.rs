@@ -79,7 +79,7 @@ pub fn render(section: &Map<String, Value>) -> String {
                 .as_array()
                 .map_or(0, Vec::len);
             out += &format!(
-                "| {app} | {ceiling} | {budget} | {decider} | {} | {mean:.1} | {share:.0}% | {} of {seeds} | {short} | {:.1} | {} | {} | {} | {:.1} |\n",
+                "| {app} | {ceiling} | {budget} | {decider} | {} | {mean:.1} | {share:.1}% | {} of {seeds} | {short} | {:.1} | {} | {} | {} | {:.1} |\n",
                 reached.join(" "),
                 number(&key("ended_explored")),
                 number(&key("inferred_per_run")),
@@ -124,7 +124,7 @@ pub fn render(section: &Map<String, Value>) -> String {
             true => format!("{:.0}%", stills.iter().sum::<f64>() / stills.len() as f64),
             false => "–".to_string(),
         };
-        out += &format!("| {decider} | {mean:.0}% | {lowest} ({low:.0}%) | {still} |\n");
+        out += &format!("| {decider} | {mean:.1}% | {lowest} ({low:.1}%) | {still} |\n");
     }
     out += "\nThe ceiling's screens as droid tells them apart: model screens whose dumps give one \
             screen key (a details page showing another product, a form with text typed, the same \
