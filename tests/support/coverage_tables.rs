@@ -89,18 +89,16 @@ pub fn render(section: &Map<String, Value>) -> String {
                 number(&key("model_calls_per_new_screen")),
             );
             let still = get(&key("steps_still_percent")).as_f64();
-            let row = match shares.iter().position(|row| &row.decider == decider) {
-                Some(at) => &mut shares[at],
-                None => {
-                    shares.push(OverApps {
-                        decider: decider.clone(),
-                        ..OverApps::default()
-                    });
-                    shares.last_mut().expect("just pushed")
-                }
-            };
-            row.shares.push((app.clone(), share));
-            row.stills.extend(still);
+            if !shares.iter().any(|row| &row.decider == decider) {
+                shares.push(OverApps {
+                    decider: decider.clone(),
+                    ..OverApps::default()
+                });
+            }
+            if let Some(row) = shares.iter_mut().find(|row| &row.decider == decider) {
+                row.shares.push((app.clone(), share));
+                row.stills.extend(still);
+            }
         }
     }
     out +=

@@ -131,8 +131,8 @@ impl Run {
     }
 
     /// Steps after which the device showed the model screen it showed when the step was decided
-    /// (a tap the app does not answer, a toggle whose state the model does not tell apart, a walk
-    /// that came back), and the steps with a next observation to tell.
+    /// (a tap the recording has no move for in that state, a walk that came back where it
+    /// began), and the steps with a next observation to tell.
     pub fn still_steps(&self) -> (usize, usize) {
         let still = self
             .observed
