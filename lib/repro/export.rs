@@ -107,13 +107,11 @@ fn maestro_step(step: &Step, package: &str) -> String {
                 true => text.replace(TEST_PASSWORD_PLACEHOLDER, "${TEST_PASSWORD}"),
                 false => text.to_string(),
             };
-            // Maestro erases at most 100 characters a command.
-            let mut erase = String::new();
-            let mut held = held_text(step);
-            while held > 0 {
-                let _ = writeln!(erase, "- eraseText: {}", held.min(100));
-                held = held.saturating_sub(100);
-            }
+            let held = held_text(step);
+            let erase: String = (0..held)
+                .step_by(MAESTRO_ERASE_MAX)
+                .map(|erased| format!("- eraseText: {}\n", (held - erased).min(MAESTRO_ERASE_MAX)))
+                .collect();
             format!(
                 "- tapOn:\n{}{erase}- inputText: {}\n",
                 selector(),
@@ -401,6 +399,9 @@ fn shell_step(step: &Step, package: &str) -> Vec<String> {
         )],
     }
 }
+
+/// The most characters one Maestro `eraseText` deletes.
+const MAESTRO_ERASE_MAX: usize = 100;
 
 /// What the field held when the step typed into it, which droid-act deleted first.
 fn held_text(step: &Step) -> usize {
